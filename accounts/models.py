@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Role(models.TextChoices):
+    OWNER = "owner"
+    ADMIN = "admin"
+    MEMBER = "member"
+    VIEWER = "viewer"
+
+
+class Membership(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="membership_unique_user_team")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.role})"
+
+    @property
+    def can_manage(self) -> bool:
+        """Owners and admins change rules, integrations, keys and members."""
+        return self.role in (Role.OWNER, Role.ADMIN)
+
+    @property
+    def can_write(self) -> bool:
+        return self.role != Role.VIEWER
+
+
+class Environment(models.TextChoices):
+    PRODUCTION = "production"
+    DEVELOPMENT = "development"
+    CI = "ci"
+
+
+class Scope(models.TextChoices):
+    """What a key may do. The environment decides the set (DESIGN.md, API keys)."""
+
+    INGEST = "ingest"
+    TRACES_READ = "traces:read"
+    ANALYTICS_READ = "analytics:read"
+    RULES_READ = "rules:read"
+    RULES_TEST = "rules:test"
+    RULES_WRITE = "rules:write"
+    INTEGRATIONS_READ = "integrations:read"
+    INTEGRATIONS_WRITE = "integrations:write"
+    DELIVERIES_READ = "deliveries:read"
+    DELIVERIES_WRITE = "deliveries:write"
+    PROXY = "proxy"
+
+
+ENVIRONMENT_SCOPES: dict[str, frozenset[str]] = {
+    Environment.PRODUCTION: frozenset(Scope.values),
+    Environment.DEVELOPMENT: frozenset(
+        {
+            Scope.INGEST,
+            Scope.TRACES_READ,
+            Scope.ANALYTICS_READ,
+            Scope.RULES_READ,
+            Scope.RULES_TEST,
+            Scope.INTEGRATIONS_READ,
+            Scope.DELIVERIES_READ,
+            Scope.PROXY,
+        }
+    ),
+    Environment.CI: frozenset({Scope.INGEST, Scope.TRACES_READ, Scope.PROXY}),
+}
+
+
+class ApiKey(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    environment = models.CharField(max_length=12, choices=Environment.choices)
+    prefix = models.CharField(max_length=24, help_text="The first characters, shown in lists.")
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["team", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.environment}, {self.team})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        return ENVIRONMENT_SCOPES[self.environment]
+
+
+class AuditEvent(models.Model):
+    """Who changed a rule, an integration, a key or a member, and what they sent."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="audit_events")
+    actor = models.CharField(max_length=200, help_text="user:<username> or key:<prefix>")
+    action = models.CharField(max_length=60)
+    target = models.CharField(max_length=200, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["team", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target}"

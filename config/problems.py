@@ -1,0 +1,156 @@
+"""RFC 9457 problem details for every API failure.
+
+`exception_handler` is DRF's hook; `problem_response` serves plain Django views and the
+middleware-level 404/500 handlers so the API never answers with an HTML page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions
+from rest_framework.response import Response
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+TYPE_BASE = "https://tracerelay.dev/problems/"
+
+
+class Problem(exceptions.APIException):
+    """An API error with a stable `type` slug, a status, and optional field errors."""
+
+    def __init__(
+        self,
+        status_code: int,
+        slug: str,
+        detail: str,
+        *,
+        title: str | None = None,
+        errors: dict[str, list[str]] | None = None,
+        headers: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(detail)
+        self.status_code = status_code
+        self.slug = slug
+        self.title = title
+        self.errors = errors
+        self.headers = headers or {}
+        self.extra = extra
+
+
+def problem_body(status_code: int, slug: str, detail: str, *, title: str | None = None, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": TYPE_BASE + slug,
+        "title": title or _default_title(status_code),
+        "status": status_code,
+        "detail": detail,
+    }
+    body.update({k: v for k, v in extra.items() if v is not None})
+    return body
+
+
+def problem_response(status_code: int, slug: str | None, detail: str, **extra: Any) -> JsonResponse:
+    headers = extra.pop("headers", None) or {}
+    body = problem_body(status_code, slug or _SLUGS.get(status_code, "error"), detail, **extra)
+    response = JsonResponse(body, status=status_code)
+    response["Content-Type"] = PROBLEM_CONTENT_TYPE
+    for name, value in headers.items():
+        response[name] = value
+    return response
+
+
+_SLUGS = {
+    400: "bad-request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not-found",
+    405: "method-not-allowed",
+    406: "not-acceptable",
+    409: "conflict",
+    412: "precondition-failed",
+    413: "payload-too-large",
+    415: "unsupported-media-type",
+    422: "unprocessable",
+    428: "precondition-required",
+    429: "rate-limited",
+    500: "internal-error",
+    502: "bad-gateway",
+    503: "unavailable",
+    504: "gateway-timeout",
+}
+
+
+def _default_title(status_code: int) -> str:
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status_code).phrase
+    except ValueError:
+        return "Error"
+
+
+def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF's nested ValidationError detail → {"field.sub": ["message", ...]}."""
+    out: dict[str, list[str]] = {}
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = "" if key == "non_field_errors" else str(key)
+            path = f"{prefix}.{name}" if prefix and name else (prefix or name)
+            for k, v in _flatten(value, path).items():
+                out.setdefault(k, []).extend(v)
+    elif isinstance(detail, list):
+        if all(not isinstance(item, (dict, list)) for item in detail):
+            out.setdefault(prefix, []).extend(str(item) for item in detail)
+        else:
+            for i, item in enumerate(detail):
+                for k, v in _flatten(item, f"{prefix}[{i}]" if prefix else f"[{i}]").items():
+                    out.setdefault(k, []).extend(v)
+    else:
+        out.setdefault(prefix, []).append(str(detail))
+    return out
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    if not isinstance(exc, exceptions.APIException):
+        return None  # a real bug: let Django log it; handler500 renders problem+json
+
+    headers: dict[str, str] = {}
+    if isinstance(exc, Problem):
+        body = problem_body(exc.status_code, exc.slug, str(exc.detail), title=exc.title, errors=exc.errors, **exc.extra)
+        headers.update(exc.headers)
+    elif isinstance(exc, exceptions.ValidationError):
+        errors = _flatten(exc.detail)
+        first = next(iter(errors.items()), ("", ["Invalid input."]))
+        where = f"{first[0]}: " if first[0] else ""
+        body = problem_body(400, "validation", f"{where}{first[1][0]}", title="Invalid request", errors=errors)
+    else:
+        code = exc.status_code
+        body = problem_body(code, _SLUGS.get(code, "error"), str(exc.detail))
+    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+        headers["Retry-After"] = str(int(exc.wait) + 1)
+    response = Response(body, status=body["status"], headers=headers, content_type=PROBLEM_CONTENT_TYPE)
+    if body["status"] == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="api"'
+    return response
+
+
+def handler404(request: Any, exception: Exception | None = None) -> Any:
+    if request.path.startswith("/api/") or request.path.startswith("/plants"):
+        return problem_response(404, "not-found", "No such resource.")
+    from django.views.defaults import page_not_found
+
+    return page_not_found(request, exception or Http404())
+
+
+def handler500(request: Any) -> Any:
+    if request.path.startswith("/api/") or request.path.startswith("/plants"):
+        return problem_response(500, "internal-error", "An internal error occurred; it has been logged.")
+    from django.views.defaults import server_error
+
+    return server_error(request)

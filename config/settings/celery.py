@@ -1,0 +1,34 @@
+"""Celery: Redis when REDIS_URL is set, else kombu's filesystem transport in the data folder."""
+
+from .base import REDIS_URL
+from .env import DATA_DIR, env
+
+if REDIS_URL:
+    CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
+else:
+    _queue_dir = DATA_DIR / "broker"
+    for sub in ("out", "processed"):
+        (_queue_dir / sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_queue_dir / "out"),
+        "data_folder_out": str(_queue_dir / "out"),
+        "processed_folder": str(_queue_dir / "processed"),
+        "store_processed": False,
+    }
+
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 4
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TASK_DEFAULT_QUEUE = "delivery"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Publishing must not hang a request when the broker is down: the outbox sweeper covers the gap.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY = False

@@ -1,0 +1,14 @@
+"""Settings for the test suite: real Postgres and Redis (bin/test makes sure both are up)."""
+
+import os
+
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tracerelay")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+os.environ.setdefault("TRACERELAY_DATA_DIR", "/tmp/tracerelay-test-data")
+
+from config.settings import *  # noqa: E402, F403
+from config.settings import CACHES  # noqa: E402
+
+# xdist workers share one Redis: keep their cache entries apart.
+CACHES["default"]["KEY_PREFIX"] = "tr-test-" + os.environ.get("PYTEST_XDIST_WORKER", "main")
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from traces import health
+
+handler404 = "config.problems.handler404"
+handler500 = "config.problems.handler500"
+
+api_v1 = [
+    path("", include("traces.urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+]
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("api/v1/", include(api_v1)),
+    path("", include("traces.root_urls")),
+]

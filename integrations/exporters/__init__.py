@@ -1,0 +1,1 @@
+"""One exporter module per platform, behind `base.Exporter`. `registry` maps platform → class."""

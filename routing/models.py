@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from accounts.models import Team
+
+
+class RuleSet(models.Model):
+    """The team's rule set as a whole: its version moves on every PUT (for If-Match / ETag)."""
+
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="rule_set")
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.CharField(max_length=200, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.team} rules v{self.version}"
+
+
+class RoutingRule(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="routing_rules")
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    priority = models.IntegerField(default=100, help_text="Lower runs first.")
+    enabled = models.BooleanField(default=True)
+    # Exactly one of the two condition forms; neither means "every trace".
+    conditions = models.JSONField(null=True, blank=True)
+    condition = models.TextField(blank=True)
+    # Normalised destinations: [{"name", "platform"?, "sample_rate", "tags", "url"?, "fallback": [...]}]
+    destinations = models.JSONField(default=list)
+    sample_rate = models.FloatField(default=1.0)
+    tags = models.JSONField(default=list, blank=True)
+    stop = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["priority", "id"]
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="rule_unique_team_name")]
+
+    def __str__(self) -> str:
+        return f"{self.priority}: {self.name}"
+
+
+class SamplingPolicy(models.Model):
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="sampling_policy")
+    default_sample_rate = models.FloatField(default=1.0)
+    rules = models.JSONField(default=list, help_text='[{"condition": "...", "sample_rate": 0.5}]')
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.team} sampling (default {self.default_sample_rate})"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"  # waiting to be sent (new, or a retry whose time has not come)
+    SENDING = "sending"  # claimed by a worker
+    DELIVERED = "delivered"
+    FAILED = "failed"  # gave up here; a fallback row carries on
+    DEAD = "dead"  # dead letter: replayable
+
+
+class Delivery(models.Model):
+    """The outbox: one row per trace and destination, written in the trace's transaction."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="deliveries")
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="deliveries")
+    destination = models.CharField(max_length=200, help_text="Integration name, or platform for ad-hoc targets.")
+    integration = models.ForeignKey(
+        "integrations.Integration", null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries"
+    )
+    spec = models.JSONField(default=dict, help_text="The destination as routed: tags, url, fallback chain.")
+    rule_name = models.CharField(max_length=200, blank=True)
+    fallback_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="fallbacks")
+    status = models.CharField(max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["trace", "destination"], name="delivery_unique_trace_destination")
+        ]
+        indexes = [
+            models.Index(fields=["status", "next_attempt_at"], name="delivery_due"),
+            models.Index(fields=["team", "status", "-created_at"], name="delivery_team_status"),
+            models.Index(fields=["team", "destination", "-created_at"], name="delivery_team_destination"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trace_id} → {self.destination} ({self.status})"

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+import uuid_utils
+from django.db import models
+from django.utils import timezone
+
+from accounts.models import ApiKey, Team
+
+
+def _uuid7() -> object:
+    import uuid
+
+    return uuid.UUID(bytes=uuid_utils.uuid7().bytes)
+
+
+class Status(models.TextChoices):
+    SUCCESS = "success"
+    ERROR = "error"
+    RATE_LIMITED = "rate_limited"
+
+
+class Source(models.TextChoices):
+    API = "api"
+    BATCH = "batch"
+    PROXY = "proxy"
+    OTLP = "otlp"
+    SDK = "sdk"
+
+
+class Trace(models.Model):
+    """One LLM call. ``trace_id`` is the public id (ours ``trc_…`` or the client's), unique per team."""
+
+    id = models.UUIDField(primary_key=True, default=_uuid7, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="traces")
+    trace_id = models.CharField(max_length=128)
+    api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.API)
+
+    model = models.CharField(max_length=200)
+    provider = models.CharField(max_length=64, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    total_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    time_to_first_token_ms = models.PositiveIntegerField(null=True, blank=True)
+    timestamp = models.DateTimeField(default=timezone.now)
+    received_at = models.DateTimeField(default=timezone.now)
+
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.SUCCESS)
+    error_type = models.CharField(max_length=200, blank=True)
+    error_message = models.TextField(blank=True)
+
+    input = models.JSONField(null=True, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    environment = models.CharField(max_length=64, blank=True)
+    service_name = models.CharField(max_length=200, blank=True)
+    session_id = models.CharField(max_length=200, blank=True)
+    user_id = models.CharField(max_length=200, blank=True)
+
+    # Pricing: ours from genai-prices (never a silent zero), and what the client reported.
+    cost = models.DecimalField(max_digits=18, decimal_places=10, null=True, blank=True)
+    client_cost = models.DecimalField(max_digits=18, decimal_places=10, null=True, blank=True)
+    unpriced = models.BooleanField(default=False)
+    usage_estimated = models.BooleanField(default=False)
+    price_source = models.CharField(max_length=64, blank=True)
+    price_version = models.CharField(max_length=64, blank=True)
+
+    # Routing outcome, denormalised for the feed: destination names the trace goes to, and the
+    # decisions with reasons (kept and sampled-out) as the router returned them.
+    destinations = models.JSONField(default=list, blank=True)
+    routing = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "trace_id"], name="trace_unique_team_trace_id")]
+        indexes = [
+            models.Index(fields=["team", "-timestamp", "-id"], name="trace_feed"),
+            models.Index(fields=["team", "model", "-timestamp"], name="trace_model"),
+            models.Index(fields=["team", "provider", "-timestamp"], name="trace_provider"),
+            models.Index(fields=["team", "status", "-timestamp"], name="trace_status"),
+            models.Index(fields=["team", "environment", "-timestamp"], name="trace_environment"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trace_id} {self.model} {self.status}"
+
+
+class Plant(models.Model):
+    """The interface spec's sample record (GET /plants), owned by a team."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="plants")
+    name = models.CharField(max_length=100)
+    tag = models.CharField(max_length=100)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class UpstreamKind(models.TextChoices):
+    OPENAI = "openai", "OpenAI-compatible"
+    ANTHROPIC = "anthropic", "Anthropic Messages API"
+    AZURE = "azure", "Azure OpenAI"
+
+
+class Upstream(models.Model):
+    """A team's named LLM upstream for the proxy (OpenAI-compatible servers, Azure, Anthropic)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="upstreams")
+    name = models.SlugField(max_length=50, help_text="Chosen with X-Service-Upstream or /proxy/u/<name>/.")
+    kind = models.CharField(max_length=12, choices=UpstreamKind.choices, default=UpstreamKind.OPENAI)
+    base_url = models.URLField(max_length=500)
+    provider = models.CharField(max_length=64, blank=True, help_text="Provider name stamped on traces.")
+    api_key = models.TextField(blank=True, help_text="Encrypted provider key used when the client sends none.")
+    headers = models.JSONField(default=dict, blank=True)
+    is_default = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["team", "name"], name="upstream_unique_team_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} → {self.base_url}"

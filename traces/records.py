@@ -1,0 +1,98 @@
+"""`TraceRecord`: the plain, ORM-free view of a trace that the router and the exporters work on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRecord:
+    trace_id: str
+    team_id: int
+    model: str
+    provider: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    latency_ms: int | None = None
+    time_to_first_token_ms: int | None = None
+    timestamp: datetime | None = None
+    status: str = "success"
+    error_type: str = ""
+    error_message: str = ""
+    input: Any = None
+    output: Any = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    environment: str = ""
+    service_name: str = ""
+    session_id: str = ""
+    user_id: str = ""
+    cost: Decimal | None = None
+    unpriced: bool = False
+    usage_estimated: bool = False
+    source: str = "api"
+
+    @property
+    def is_error(self) -> bool:
+        return self.status in ("error", "rate_limited")
+
+    def condition_context(self) -> dict[str, Any]:
+        """The variables routing conditions see (DESIGN.md, Routing): plain JSON-like values."""
+        return {
+            "id": self.trace_id,
+            "model": self.model,
+            "provider": self.provider,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "latency_ms": self.latency_ms if self.latency_ms is not None else 0,
+            "time_to_first_token_ms": self.time_to_first_token_ms or 0,
+            "cost": float(self.cost) if self.cost is not None else 0.0,
+            "status": self.status,
+            "error": self.is_error,
+            "error_type": self.error_type,
+            "error_message": self.error_message,
+            "environment": self.environment,
+            "service_name": self.service_name,
+            "session_id": self.session_id,
+            "user_id": self.user_id,
+            "tags": list(self.tags),
+            "metadata": dict(self.metadata),
+            "unpriced": self.unpriced,
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_trace(cls, trace: Any) -> TraceRecord:
+        """From a `traces.models.Trace` row (or anything with the same attributes)."""
+        return cls(
+            trace_id=trace.trace_id,
+            team_id=trace.team_id,
+            model=trace.model,
+            provider=trace.provider,
+            prompt_tokens=trace.prompt_tokens,
+            completion_tokens=trace.completion_tokens,
+            total_tokens=trace.total_tokens,
+            latency_ms=trace.latency_ms,
+            time_to_first_token_ms=trace.time_to_first_token_ms,
+            timestamp=trace.timestamp,
+            status=trace.status,
+            error_type=trace.error_type,
+            error_message=trace.error_message,
+            input=trace.input,
+            output=trace.output,
+            tags=tuple(trace.tags or ()),
+            metadata=dict(trace.metadata or {}),
+            environment=trace.environment,
+            service_name=trace.service_name,
+            session_id=trace.session_id,
+            user_id=trace.user_id,
+            cost=trace.cost,
+            unpriced=trace.unpriced,
+            usage_estimated=trace.usage_estimated,
+            source=trace.source,
+        )
