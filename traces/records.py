@@ -35,6 +35,9 @@ class TraceRecord:
     unpriced: bool = False
     usage_estimated: bool = False
     source: str = "api"
+    client_cost: Decimal | None = None
+    price_source: str = ""
+    price_version: str = ""
 
     @property
     def is_error(self) -> bool:
@@ -95,4 +98,7 @@ class TraceRecord:
             unpriced=trace.unpriced,
             usage_estimated=trace.usage_estimated,
             source=trace.source,
+            client_cost=trace.client_cost,
+            price_source=trace.price_source,
+            price_version=trace.price_version,
         )

@@ -1,0 +1,156 @@
+"""Cost of a trace from `genai-prices`, never a silent zero.
+
+`genai_prices.calc_price` costs about 0.1 ms a call (it builds a `Usage`, resolves units and walks a
+registry every time). Ingest prices thousands of traces a second, so the (provider, model) look-up is
+cached here and the common case, a plain per-million-token input and output price, is computed
+directly; anything richer (tiered prices) goes through the library's own `ModelPrice.calc_price`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import genai_prices
+from genai_prices import Usage, data_snapshot, types
+
+PRICE_SOURCE = "genai-prices"
+MTOK = Decimal(1_000_000)
+QUANTUM = Decimal("0.0000000001")  # Trace.cost has 10 decimal places
+_CACHE_MAX = 4096
+_TOKEN_KEYS = ("input_mtok", "output_mtok")
+# Prices of usage a trace never reports (cache, audio, image, search counts...): zero for us, so the
+# fast path may skip them. Anything else (per-request fees, unknown keys) goes through the library.
+_ZERO_FOR_TRACES = frozenset(
+    {
+        "cache_read_mtok",
+        "cache_write_mtok",
+        "cache_write_1h_mtok",
+        "cache_audio_read_mtok",
+        "cache_image_read_mtok",
+        "input_audio_mtok",
+        "input_image_mtok",
+        "input_video_mtok",
+        "output_audio_mtok",
+        "output_image_mtok",
+        "output_video_mtok",
+        "output_reasoning_mtok",
+        "output_citation_mtok",
+        "web_searches_kcount",
+        "storage_searches_kcount",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """What a trace's cost came out as."""
+
+    cost: Decimal | None
+    provider: str  # genai-prices' provider id ("" when unknown)
+    unpriced: bool
+    source: str
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    provider: types.Provider | None
+    model: types.ModelInfo | None
+
+
+_lock = threading.Lock()
+_models: dict[tuple[str, str], _Entry] = {}
+_providers: dict[str, str] = {}
+
+
+def price_version() -> str:
+    snapshot = data_snapshot.get_snapshot()
+    if snapshot.from_auto_update:
+        return f"{genai_prices.__version__}+{snapshot.timestamp:%Y%m%dT%H%M%S}"
+    return genai_prices.__version__
+
+
+def infer_provider(model: str) -> str:
+    """genai-prices' provider id for a model name (``gpt-4o`` → ``openai``), or "" when none matches."""
+    key = model.lower()
+    found = _providers.get(key)
+    if found is not None:
+        return found
+    try:
+        found = data_snapshot.get_snapshot().find_provider(key, None, None).id
+    except LookupError:
+        found = ""
+    with _lock:
+        if len(_providers) >= _CACHE_MAX:
+            _providers.clear()
+        _providers[key] = found
+    return found
+
+
+def _lookup(provider: str, model: str) -> _Entry:
+    key = (provider, model.lower())
+    entry = _models.get(key)
+    if entry is not None:
+        return entry
+    snapshot = data_snapshot.get_snapshot()
+    try:
+        found_provider, found_model = snapshot.find_provider_model(key[1], None, provider or None, None)
+        entry = _Entry(found_provider, found_model)
+    except LookupError:
+        entry = _Entry(None, None)
+    with _lock:
+        if len(_models) >= _CACHE_MAX:
+            _models.clear()
+        _models[key] = entry
+    return entry
+
+
+def clear_cache() -> None:
+    with _lock:
+        _models.clear()
+        _providers.clear()
+
+
+def price(
+    *, model: str, provider: str, prompt_tokens: int, completion_tokens: int, timestamp: datetime | None = None
+) -> Price:
+    """The cost of one call. A model (or provider) genai-prices does not know is ``unpriced``, cost None."""
+    version = price_version()
+    entry = _lookup(provider, model)
+    if entry.model is None or entry.provider is None:
+        return Price(None, "", True, PRICE_SOURCE, version)
+    when = timestamp or datetime.now(tz=UTC)
+    model_price = entry.model.get_prices(when)
+    cost = _fast_cost(model_price, prompt_tokens, completion_tokens)
+    if cost is None:
+        usage = Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens)
+        cost = model_price.calc_price(usage)["total_price"]
+    if not _has_token_price(model_price):
+        # A model priced per image, second or request: token usage says nothing about its cost.
+        return Price(None, entry.provider.id, True, PRICE_SOURCE, version)
+    return Price(cost.quantize(QUANTUM), entry.provider.id, False, PRICE_SOURCE, version)
+
+
+def _has_token_price(model_price: types.ModelPrice) -> bool:
+    return any(getattr(model_price, k, None) is not None for k in _TOKEN_KEYS)
+
+
+def _fast_cost(model_price: types.ModelPrice, prompt_tokens: int, completion_tokens: int) -> Decimal | None:
+    """Plain per-MTok prices (the vast majority): the same sum genai-prices makes, without its registry walk."""
+    values: dict[str, Any] = model_price.__dict__
+    for key, value in values.items():
+        if value is not None and key not in _ZERO_FOR_TRACES and key not in _TOKEN_KEYS:
+            return None
+    cost = Decimal(0)
+    for key, tokens in (("input_mtok", prompt_tokens), ("output_mtok", completion_tokens)):
+        rate = values.get(key)
+        if rate is None:
+            continue
+        if not isinstance(rate, Decimal):
+            return None  # tiered: let the library do it
+        cost += rate * tokens / MTOK
+    return cost
