@@ -75,13 +75,21 @@ class Delivery(models.Model):
     rule_name = models.CharField(max_length=200, blank=True)
     fallback_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="fallbacks")
     status = models.CharField(max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
-    attempts = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0, help_text="Sends tried since creation or the last replay.")
     next_attempt_at = models.DateTimeField(default=timezone.now)
+    # A worker claims a row with a conditional UPDATE (pending → sending) that stamps its own token;
+    # it records the outcome only where the token is still its own, so a row the sweeper handed to
+    # another worker (claim expired) is never written by two.
     claimed_at = models.DateTimeField(null=True, blank=True)
+    claim_token = models.UUIDField(null=True, blank=True)
+    # When a task for the current pending attempt was last handed to the broker (the sweeper skips
+    # rows dispatched within its grace period).
     dispatched_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    replay_count = models.PositiveIntegerField(default=0)
+    replayed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -91,8 +99,10 @@ class Delivery(models.Model):
         ]
         indexes = [
             models.Index(fields=["status", "next_attempt_at"], name="delivery_due"),
-            models.Index(fields=["team", "status", "-created_at"], name="delivery_team_status"),
-            models.Index(fields=["team", "destination", "-created_at"], name="delivery_team_destination"),
+            # The API lists newest first by id (cursor = last id seen).
+            models.Index(fields=["team", "-id"], name="delivery_team_feed"),
+            models.Index(fields=["team", "status", "-id"], name="delivery_team_status"),
+            models.Index(fields=["team", "destination", "-id"], name="delivery_team_destination"),
         ]
 
     def __str__(self) -> str:
