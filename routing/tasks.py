@@ -1,0 +1,90 @@
+"""Delivery tasks: another front door to `routing.delivery`, nothing more.
+
+Tasks take Delivery ids, never payloads (the outbox row is the truth); results are ignored;
+``acks_late`` so a message whose worker died is redelivered, and ``autoretry_for`` only the
+database blips that may well pass on the next try. Everything else that can go wrong with a
+destination is the engine's business (retries, breaker, fallbacks), recorded on the rows.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+from celery.signals import beat_init, worker_process_shutdown
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+
+from config.celery import Queue
+
+from . import delivery
+
+log = logging.getLogger(__name__)
+
+SWEEPER_TASK_NAME = "routing: sweep the delivery outbox"
+
+
+@shared_task(
+    name="routing.deliver",
+    queue=Queue.DELIVERY,
+    ignore_result=True,
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def deliver(delivery_ids: list[int]) -> None:
+    report = delivery.deliver_batch(delivery_ids)
+    if report.retried or report.dead or report.failed:
+        log.info(
+            "delivery batch: %d delivered, %d retrying, %d to fallback, %d dead, %d deferred",
+            report.delivered,
+            report.retried,
+            report.failed,
+            report.dead,
+            report.deferred,
+        )
+
+
+@shared_task(name="routing.sweep_outbox", queue=Queue.DELIVERY, ignore_result=True, acks_late=True)
+def sweep_outbox() -> None:
+    report = delivery.sweep()
+    if report.reclaimed or report.dispatched:
+        log.info("outbox sweep: %d reclaimed from dead workers, %d dispatched", report.reclaimed, report.dispatched)
+
+
+def ensure_sweeper_schedule() -> None:
+    """Write the sweeper's periodic task (django-celery-beat) with the configured interval.
+
+    Called when beat starts, so the schedule exists whatever the database's history (a fresh
+    install, a flushed test database) and follows TRACERELAY_OUTBOX_SWEEP_INTERVAL_S.
+    """
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    every = max(1, round(float(settings.TRACERELAY_OUTBOX_SWEEP_INTERVAL_S)))
+    interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=IntervalSchedule.SECONDS)
+    PeriodicTask.objects.update_or_create(
+        name=SWEEPER_TASK_NAME,
+        defaults={
+            "task": "routing.sweep_outbox",
+            "interval": interval,
+            "queue": str(Queue.DELIVERY),
+            "expire_seconds": every,  # a late sweep is useless: the next one is coming
+            "enabled": True,
+        },
+    )
+
+
+@beat_init.connect
+def _register_sweeper(sender: Any = None, **kwargs: Any) -> None:
+    try:
+        ensure_sweeper_schedule()
+    except Exception:  # beat must still start; the schedule can be fixed in the admin
+        log.exception("could not register the outbox sweeper schedule")
+
+
+@worker_process_shutdown.connect
+def _close_client(**kwargs: Any) -> None:
+    delivery.close_http_client()
