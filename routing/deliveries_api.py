@@ -1,0 +1,243 @@
+"""The deliveries API: the outbox as the user sees it, and replay of what failed.
+
+GET  /api/v1/deliveries                 list (filters: status, destination, trace, since, until), newest first
+GET  /api/v1/deliveries/{id}            one
+POST /api/v1/deliveries/{id}/replay     a dead or failed delivery → a fresh pending attempt
+POST /api/v1/deliveries/replay          every dead letter (optionally one destination's, or since a time)
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from django.db.models import F, QuerySet
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import Scope
+from accounts.permissions import scoped
+from accounts.principals import KeyPrincipal
+from accounts.services import audit
+from config.problems import Problem
+
+from .delivery import NotReplayable, deliveries_replay_dead, delivery_replay
+from .models import Delivery, DeliveryStatus
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+DeliveryPermission = scoped(Scope.DELIVERIES_READ, Scope.DELIVERIES_WRITE)
+
+_FIELDS = (
+    "id",
+    "public_trace_id",
+    "destination",
+    "integration_name",
+    "rule_name",
+    "status",
+    "attempts",
+    "next_attempt_at",
+    "last_error",
+    "last_status_code",
+    "fallback_of_id",
+    "replay_count",
+    "replayed_at",
+    "created_at",
+    "updated_at",
+    "delivered_at",
+)
+
+
+class DeliverySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    trace_id = serializers.CharField(source="public_trace_id", help_text="The trace's public id.")
+    destination = serializers.CharField(help_text="The destination as routed: an integration name or platform.")
+    integration = serializers.CharField(
+        source="integration_name", allow_null=True, help_text="The integration it resolved to, once tried."
+    )
+    rule = serializers.CharField(source="rule_name", help_text="The routing rule that sent it there.")
+    status = serializers.ChoiceField(choices=DeliveryStatus.choices)
+    attempts = serializers.IntegerField(help_text="Sends tried since creation or the last replay.")
+    next_attempt_at = serializers.DateTimeField(allow_null=True, help_text="When a pending delivery is due.")
+    last_error = serializers.CharField(help_text="The most recent failure, kept after a later success.")
+    last_status_code = serializers.IntegerField(allow_null=True)
+    fallback_of = serializers.IntegerField(
+        source="fallback_of_id", allow_null=True, help_text="The delivery this one stands in for."
+    )
+    replay_count = serializers.IntegerField()
+    replayed_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    delivered_at = serializers.DateTimeField(allow_null=True)
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if data["status"] != DeliveryStatus.PENDING:
+            data["next_attempt_at"] = None
+        return data
+
+
+class DeliveryListQuery(serializers.Serializer):
+    status = serializers.ChoiceField(choices=DeliveryStatus.values, required=False)
+    destination = serializers.CharField(required=False, max_length=200)
+    trace = serializers.CharField(required=False, max_length=128, help_text="A trace's public id.")
+    since = serializers.DateTimeField(required=False, help_text="Created at or after (ISO 8601).")
+    until = serializers.DateTimeField(required=False, help_text="Created before (ISO 8601).")
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
+    cursor = serializers.CharField(required=False, max_length=64)
+
+    def validate_cursor(self, value: str) -> int:
+        return decode_cursor(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("since") and attrs.get("until") and attrs["since"] >= attrs["until"]:
+            raise serializers.ValidationError({"since": ["Must be earlier than until."]})
+        return attrs
+
+
+class BulkReplayBody(serializers.Serializer):
+    destination = serializers.CharField(required=False, max_length=200)
+    since = serializers.DateTimeField(required=False, help_text="Only dead letters dead-lettered at or after this.")
+
+
+def encode_cursor(last_id: int) -> str:
+    return base64.urlsafe_b64encode(f"d:{last_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(value: str) -> int:
+    try:
+        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode()
+        kind, _, number = raw.partition(":")
+        if kind != "d" or not number.isdigit():
+            raise ValueError
+        return int(number)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise serializers.ValidationError("Not a cursor from this list; pass next_cursor back unchanged.")
+
+
+def deliveries_for_team(team_id: int) -> QuerySet[Delivery]:
+    return Delivery.objects.filter(team_id=team_id).annotate(
+        public_trace_id=F("trace__trace_id"), integration_name=F("integration__name")
+    )
+
+
+def _principal(request: Request) -> KeyPrincipal:
+    principal = request.auth
+    assert isinstance(principal, KeyPrincipal)  # HasApiKey ran first
+    return principal
+
+
+def _one(team_id: int, delivery_id: int) -> dict[str, Any]:
+    row = deliveries_for_team(team_id).filter(pk=delivery_id).values(*_FIELDS).first()
+    if row is None:
+        raise Problem(404, "not-found", f"No delivery {delivery_id} in this team.")
+    return row
+
+
+_LIST_RESPONSE = inline_serializer(
+    "DeliveryList",
+    {"data": DeliverySerializer(many=True), "next_cursor": serializers.CharField(allow_null=True)},
+)
+
+
+class DeliveryListView(APIView):
+    permission_classes = [DeliveryPermission]
+
+    @extend_schema(
+        operation_id="deliveries_list",
+        tags=["Deliveries"],
+        summary="List deliveries (the outbox), newest first",
+        parameters=[DeliveryListQuery],
+        responses={200: _LIST_RESPONSE},
+    )
+    def get(self, request: Request) -> Response:
+        query = DeliveryListQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        qs = deliveries_for_team(_principal(request).team_id)
+        if "status" in params:
+            qs = qs.filter(status=params["status"])
+        if "destination" in params:
+            qs = qs.filter(destination=params["destination"])
+        if "trace" in params:
+            qs = qs.filter(trace__trace_id=params["trace"])
+        if "since" in params:
+            qs = qs.filter(created_at__gte=params["since"])
+        if "until" in params:
+            qs = qs.filter(created_at__lt=params["until"])
+        if "cursor" in params:
+            qs = qs.filter(pk__lt=params["cursor"])
+        limit = params["limit"]
+        rows = list(qs.order_by("-pk").values(*_FIELDS)[: limit + 1])
+        next_cursor = encode_cursor(rows[limit - 1]["id"]) if len(rows) > limit else None
+        return Response({"data": DeliverySerializer(rows[:limit], many=True).data, "next_cursor": next_cursor})
+
+
+class DeliveryDetailView(APIView):
+    permission_classes = [DeliveryPermission]
+
+    @extend_schema(operation_id="deliveries_retrieve", tags=["Deliveries"], responses={200: DeliverySerializer})
+    def get(self, request: Request, delivery_id: int) -> Response:
+        return Response(DeliverySerializer(_one(_principal(request).team_id, delivery_id)).data)
+
+
+class DeliveryReplayView(APIView):
+    permission_classes = [DeliveryPermission]
+
+    @extend_schema(
+        operation_id="deliveries_replay",
+        tags=["Deliveries"],
+        summary="Replay one dead or failed delivery",
+        request=None,
+        responses={
+            202: DeliverySerializer,
+            404: OpenApiResponse(description="No such delivery in this team."),
+            409: OpenApiResponse(description="Not dead or failed (pending, sending or delivered)."),
+        },
+    )
+    def post(self, request: Request, delivery_id: int) -> Response:
+        principal = _principal(request)
+        delivery = Delivery.objects.filter(team_id=principal.team_id, pk=delivery_id).first()
+        if delivery is None:
+            raise Problem(404, "not-found", f"No delivery {delivery_id} in this team.")
+        try:
+            delivery_replay(delivery=delivery)
+        except NotReplayable as exc:
+            raise Problem(409, "not-replayable", str(exc), current_status=exc.status)
+        audit(team=principal.team_id, actor=principal.actor, action="delivery.replay", target=str(delivery_id))
+        return Response(DeliverySerializer(_one(principal.team_id, delivery_id)).data, status=202)
+
+
+class DeliveryBulkReplayView(APIView):
+    permission_classes = [DeliveryPermission]
+
+    @extend_schema(
+        operation_id="deliveries_replay_dead",
+        tags=["Deliveries"],
+        summary="Replay every dead letter (optionally one destination's, or those since a time)",
+        request=BulkReplayBody,
+        responses={202: inline_serializer("BulkReplayResult", {"replayed": serializers.IntegerField()})},
+    )
+    def post(self, request: Request) -> Response:
+        principal = _principal(request)
+        data = request.data if request.data is not None else {}
+        if not isinstance(data, dict):
+            raise Problem(400, "validation", "The body must be a JSON object.", title="Invalid request")
+        body = BulkReplayBody(data=data)
+        body.is_valid(raise_exception=True)
+        params = body.validated_data
+        count = deliveries_replay_dead(
+            team_id=principal.team_id, destination=params.get("destination"), since=params.get("since")
+        )
+        audit(
+            team=principal.team_id,
+            actor=principal.actor,
+            action="delivery.replay_dead",
+            data={"destination": params.get("destination"), "since": data.get("since"), "replayed": count},
+        )
+        return Response({"replayed": count}, status=202)
