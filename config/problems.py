@@ -10,7 +10,9 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
-from rest_framework import exceptions
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
@@ -141,7 +143,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
 
 def handler404(request: Any, exception: Exception | None = None) -> Any:
-    if request.path.startswith("/api/") or request.path.startswith("/plants"):
+    if _is_api(request):
         return problem_response(404, "not-found", "No such resource.")
     from django.views.defaults import page_not_found
 
@@ -149,8 +151,102 @@ def handler404(request: Any, exception: Exception | None = None) -> Any:
 
 
 def handler500(request: Any) -> Any:
-    if request.path.startswith("/api/") or request.path.startswith("/plants"):
+    if _is_api(request):
         return problem_response(500, "internal-error", "An internal error occurred; it has been logged.")
     from django.views.defaults import server_error
 
     return server_error(request)
+
+
+def handler400(request: Any, exception: Exception | None = None) -> Any:
+    """Django's own 400s (a body over DATA_UPLOAD_MAX_MEMORY_SIZE, a bad Host header...)."""
+    if _is_api(request):
+        from django.core.exceptions import RequestDataTooBig
+
+        if isinstance(exception, RequestDataTooBig):
+            return problem_response(413, "payload-too-large", "The request body is too large.")
+        return problem_response(400, "bad-request", "The request could not be understood.")
+    from django.views.defaults import bad_request
+
+    return bad_request(request, exception or Exception())
+
+
+def handler403(request: Any, exception: Exception | None = None) -> Any:
+    if _is_api(request):
+        return problem_response(403, "forbidden", "You may not do this.")
+    from django.views.defaults import permission_denied
+
+    return permission_denied(request, exception or PermissionDenied())
+
+
+def _is_api(request: Any) -> bool:
+    path = getattr(request, "path", "")
+    return path.startswith("/api/") or path.startswith("/plants")
+
+
+# --- OpenAPI: the Problem component and the error responses every operation can give -------------
+
+
+class ProblemSerializer(serializers.Serializer):
+    """RFC 9457 problem details (`application/problem+json`)."""
+
+    type = serializers.URLField(help_text="A URI naming the kind of problem, stable across versions.")
+    title = serializers.CharField(help_text="A short summary of the kind of problem.")
+    status = serializers.IntegerField(help_text="The HTTP status code.")
+    detail = serializers.CharField(help_text="What went wrong this time, for a person to read.")
+    errors = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        required=False,
+        help_text="Field (dotted path, or query parameter) → messages, for validation problems.",
+    )
+
+    class Meta:
+        ref_name = "Problem"
+
+
+_PROBLEM_DESCRIPTIONS = {
+    "400": "Invalid input: the problem's `errors` name each bad field or parameter.",
+    "401": "Missing, malformed, unknown or revoked API key.",
+    "403": "The key's environment does not allow this (development and ci keys are limited).",
+    "404": "No such resource for this team.",
+    "405": "Method not allowed.",
+    "409": "Conflict with the current state.",
+    "412": "If-Match does not match the current version.",
+    "413": "The body is over a size or count limit (named in `detail`).",
+    "415": "The body must be application/json.",
+    "429": "Rate limited: retry after `Retry-After` seconds.",
+    "500": "An internal error (logged). Never the result of bad input.",
+}
+
+
+class ProblemAutoSchema(AutoSchema):
+    """drf-spectacular's AutoSchema, declaring the problem+json responses each operation can give
+    (401/403 for key-protected operations, 400/413/415 for bodies, 404 for paths with ids)."""
+
+    def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
+        responses = super()._get_response_bodies(direction)
+        codes: list[str] = []
+        if self.get_auth():
+            codes += ["401", "403"]
+        if self.method in ("POST", "PUT", "PATCH"):
+            codes += ["400", "413", "415"]
+        if "{" in self.path:
+            codes.append("404")
+        codes.append("500")
+        for code in codes:
+            if code not in responses:
+                responses[code] = self._get_response_for_code(
+                    OpenApiResponse(ProblemSerializer, description=_PROBLEM_DESCRIPTIONS[code]),
+                    code,
+                    (PROBLEM_CONTENT_TYPE,),
+                    direction,
+                )
+        return responses
+
+
+def problem_responses(*codes: int) -> dict[tuple[int, str], OpenApiResponse]:
+    """`@extend_schema(responses={200: X, **problem_responses(400, 404)})`."""
+    return {
+        (code, PROBLEM_CONTENT_TYPE): OpenApiResponse(ProblemSerializer, description=_PROBLEM_DESCRIPTIONS[str(code)])
+        for code in codes
+    }

@@ -4,6 +4,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from traces import health
 
+handler400 = "config.problems.handler400"
+handler403 = "config.problems.handler403"
 handler404 = "config.problems.handler404"
 handler500 = "config.problems.handler500"
 

@@ -6,6 +6,8 @@ from django.utils import timezone
 
 from accounts.models import ApiKey, Team
 
+from .lookups import HasItem
+
 
 def _uuid7() -> object:
     import uuid
@@ -125,3 +127,8 @@ class Upstream(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} → {self.base_url}"
+
+
+# `tags__has_item="beta"`, `destinations__has_item="langfuse"` (see traces/lookups.py).
+Trace._meta.get_field("tags").register_lookup(HasItem)
+Trace._meta.get_field("destinations").register_lookup(HasItem)

@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+"""Paths at the server root: the interface spec's sample endpoint."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("plants", api.PlantList.as_view(), name="plants"),
+]

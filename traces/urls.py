@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import api
+
+urlpatterns = [
+    path("traces", api.TraceListCreate.as_view(), name="traces"),
+    path("traces/batch", api.TraceBatch.as_view(), name="traces-batch"),
+    path("traces/<str:trace_id>", api.TraceDetail.as_view(), name="trace"),
+]

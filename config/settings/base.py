@@ -103,7 +103,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.HasApiKey"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.problems.ProblemAutoSchema",
     "EXCEPTION_HANDLER": "config.problems.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }

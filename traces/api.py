@@ -1,0 +1,299 @@
+"""The trace API: ingest one or a batch, the filtered feed, one trace, and the sample `/plants`.
+
+Views parse JSON themselves with orjson and write responses with it: the ingest path is hot, and
+DRF's parser/renderer/serializer layers would be most of its cost (bench/ingest.py measures it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from accounts.models import Scope
+from accounts.permissions import scoped
+from accounts.principals import KeyPrincipal
+from config.problems import Problem, problem_responses
+
+from . import selectors
+from .filters import FilterError, parse_trace_filter
+from .serializers import (
+    BatchInSerializer,
+    BatchResultSerializer,
+    PlantSerializer,
+    TraceDetailSerializer,
+    TraceFullSerializer,
+    TraceInSerializer,
+    TracePageSerializer,
+    delivery_json,
+    plant_json,
+    trace_json,
+)
+from .services import traces_ingest
+
+TAG = "Trace Management"
+JSON = "application/json"
+
+
+def json_response(body: Any, status: int = 200) -> HttpResponse:
+    return HttpResponse(orjson.dumps(body), status=status, content_type=JSON)
+
+
+def read_json(request: Request, max_bytes: int, what: str) -> Any:
+    """The request body as JSON: 415 unless it is application/json, 413 over ``max_bytes``, 400 if malformed."""
+    media_type = request.content_type.split(";", 1)[0].strip().lower()
+    if media_type != JSON:
+        raise Problem(
+            415,
+            "unsupported-media-type",
+            f"Send the body as {JSON}" + (f", not {media_type}." if media_type else " (Content-Type is missing)."),
+        )
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise _too_large(what, max_bytes, int(declared))
+    body = request._request.body
+    if len(body) > max_bytes:
+        raise _too_large(what, max_bytes, len(body))
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise Problem(400, "malformed-json", f"The body is not valid JSON: {exc}.")
+
+
+def parse_limit(raw: str | None, *, default: int | None, maximum: int | None) -> int | None:
+    """`limit`: a positive integer (capped at ``maximum``); anything else is a 400 naming it."""
+    if raw is None:
+        return default
+    if not raw.isascii() or not raw.isdigit() or int(raw) < 1 or len(raw) > 10:
+        message = "Must be a positive integer."
+        raise Problem(400, "invalid-parameter", message, errors={"limit": [message]}, parameter="limit")
+    value = int(raw)
+    return min(value, maximum) if maximum else value
+
+
+def _too_large(what: str, limit: int, size: int) -> Problem:
+    return Problem(
+        413, "payload-too-large", f"{what} may be at most {limit} bytes; this one is {size}.", limit_bytes=limit
+    )
+
+
+def _principal(request: Request) -> KeyPrincipal:
+    principal = request.auth
+    assert isinstance(principal, KeyPrincipal)  # HasApiKey ran first
+    return principal
+
+
+def _filter_or_400(params: Any) -> Any:
+    try:
+        return parse_trace_filter(params)
+    except FilterError as exc:
+        raise Problem(400, "invalid-parameter", exc.message, errors={exc.param: [exc.message]}, parameter=exc.param)
+
+
+FILTER_PARAMETERS = [
+    OpenApiParameter("model", str, description="Exact model name, or a prefix ending in `*` (`gpt-4*`)."),
+    OpenApiParameter("provider", str, description="Provider, lowercase (`openai`)."),
+    OpenApiParameter(
+        "status",
+        str,
+        description="`success`, `error` (also `failed`) or `rate_limited`; several separated by commas.",
+    ),
+    OpenApiParameter("cost_min", OpenApiTypes.NUMBER, description="Lowest cost in USD (inclusive)."),
+    OpenApiParameter("cost_max", OpenApiTypes.NUMBER, description="Highest cost in USD (inclusive)."),
+    OpenApiParameter("latency_min", OpenApiTypes.INT, description="Lowest latency in ms (inclusive)."),
+    OpenApiParameter("latency_max", OpenApiTypes.INT, description="Highest latency in ms (inclusive)."),
+    OpenApiParameter("destination", str, many=True, description="Delivered to this destination; repeat for all of."),
+    OpenApiParameter("tag", str, many=True, description="Carries this tag; repeat for all of."),
+    OpenApiParameter(
+        "metadata.<key>",
+        str,
+        description="`metadata.<key>=<value>`: the metadata key equals the value (as text, or as the same "
+        "number/boolean/null). Any number of them.",
+    ),
+    OpenApiParameter("environment", str, description="Environment (`production`, `development`, `ci` or your own)."),
+    OpenApiParameter("since", OpenApiTypes.DATETIME, description="At or after this time (ISO 8601)."),
+    OpenApiParameter("until", OpenApiTypes.DATETIME, description="Before this time (ISO 8601)."),
+    OpenApiParameter(
+        "time_range", str, enum=["1h", "24h", "7d", "30d"], description="The last hour, day, week, month."
+    ),
+]
+
+
+class TraceListCreate(APIView):
+    permission_classes = [scoped(Scope.TRACES_READ, Scope.INGEST)]
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="traces_list",
+        summary="List traces (the feed)",
+        parameters=[
+            *FILTER_PARAMETERS,
+            OpenApiParameter("limit", OpenApiTypes.INT, description="Page size, 1-500 (default 50)."),
+            OpenApiParameter("cursor", str, description="`next_cursor` of the previous page."),
+        ],
+        responses={200: TracePageSerializer, **problem_responses(400, 401, 403)},
+    )
+    def get(self, request: Request) -> HttpResponse:
+        principal = _principal(request)
+        trace_filter = _filter_or_400(request.query_params)
+        limit = parse_limit(request.query_params.get("limit"), default=50, maximum=500)
+        try:
+            rows, next_cursor = selectors.trace_page(
+                team_id=principal.team_id,
+                trace_filter=trace_filter,
+                limit=limit,
+                cursor=request.query_params.get("cursor"),
+            )
+        except selectors.CursorError as exc:
+            raise Problem(400, "invalid-parameter", str(exc), errors={"cursor": [str(exc)]}, parameter="cursor")
+        return json_response({"results": [trace_json(t, full=False) for t in rows], "next_cursor": next_cursor})
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="traces_create",
+        summary="Send one trace",
+        description="Stores, prices and routes one trace. 201 with the stored trace; sending an `id` that is "
+        "already stored returns that trace with 200 and stores nothing.",
+        request=TraceInSerializer,
+        responses={
+            201: TraceFullSerializer,
+            200: TraceFullSerializer,
+            **problem_responses(400, 401, 403, 413, 415),
+        },
+        examples=[
+            OpenApiExample(
+                "A chat completion",
+                value={
+                    "model": "gpt-4o",
+                    "provider": "openai",
+                    "prompt_tokens": 120,
+                    "completion_tokens": 48,
+                    "total_tokens": 168,
+                    "latency_ms": 840,
+                    "timestamp": "2025-01-31T12:00:00Z",
+                    "tags": ["checkout"],
+                    "metadata": {"customer": "acme"},
+                },
+                request_only=True,
+            )
+        ],
+    )
+    def post(self, request: Request) -> HttpResponse:
+        principal = _principal(request)
+        data = read_json(request, settings.TRACE_MAX_BYTES, "A trace")
+        if not isinstance(data, dict):
+            raise Problem(400, "validation", "The body must be a JSON object (one trace).", title="Invalid request")
+        (result,) = traces_ingest(principal=principal, items=[data], source="api")
+        if result.trace is None:
+            raise _invalid(result.errors or {}, result.status)
+        return json_response(trace_json(result.trace), status=result.status)
+
+
+def _invalid(errors: dict[str, list[str]], status: int) -> Problem:
+    first = next(iter(errors.items()), ("", ["Invalid trace."]))
+    where = f"{first[0]}: " if first[0] else ""
+    if status == 413:
+        return Problem(413, "payload-too-large", f"{where}{first[1][0]}", errors=errors)
+    return Problem(400, "validation", f"{where}{first[1][0]}", title="Invalid trace", errors=errors)
+
+
+class TraceBatch(APIView):
+    permission_classes = [scoped(Scope.INGEST)]
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="traces_batch",
+        summary="Send a batch of traces",
+        description="Up to 1,000 traces or 10 MiB. Each item is validated on its own: the valid ones are stored "
+        "even when others are refused. The response lists every item's outcome (`status` 201 stored, 200 already "
+        "stored under its id, 400/413 refused with `errors`). HTTP status: 200 when no item was refused, 207 "
+        '(multi-status) when any was. A body that is not `{"traces": [...]}` is a 400, over a limit a 413.',
+        request=BatchInSerializer,
+        responses={
+            200: BatchResultSerializer,
+            207: BatchResultSerializer,
+            **problem_responses(400, 401, 403, 413, 415),
+        },
+    )
+    def post(self, request: Request) -> HttpResponse:
+        principal = _principal(request)
+        data = read_json(request, settings.BATCH_MAX_BYTES, "A batch")
+        if not isinstance(data, dict) or not isinstance(data.get("traces"), list):
+            raise Problem(
+                400,
+                "validation",
+                'The body must be {"traces": [...]}.',
+                title="Invalid request",
+                errors={"traces": ["Must be a list of traces."]},
+            )
+        items = data["traces"]
+        if len(items) > settings.BATCH_MAX_TRACES:
+            raise Problem(
+                413,
+                "too-many-traces",
+                f"A batch may hold at most {settings.BATCH_MAX_TRACES} traces; this one has {len(items)}.",
+                limit_traces=settings.BATCH_MAX_TRACES,
+            )
+        results = traces_ingest(principal=principal, items=items, source="batch")
+        body_results = []
+        counts = {"created": 0, "existing": 0, "failed": 0}
+        for r in results:
+            if r.trace is None:
+                counts["failed"] += 1
+                body_results.append({"index": r.index, "status": r.status, "id": None, "errors": r.errors})
+            else:
+                counts["created" if r.created else "existing"] += 1
+                cost = float(r.trace.cost) if r.trace.cost is not None else None
+                body_results.append(
+                    {"index": r.index, "status": r.status, "id": r.trace.trace_id, "cost": cost, "errors": None}
+                )
+        return json_response({**counts, "results": body_results}, status=207 if counts["failed"] else 200)
+
+
+class TraceDetail(APIView):
+    permission_classes = [scoped(Scope.TRACES_READ)]
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="traces_retrieve",
+        summary="Get one trace",
+        description="By its id (yours or `trc_…`), with input, output, routing decisions and delivery status "
+        "per destination. Another team's trace is a 404, like one that does not exist.",
+        responses={200: TraceDetailSerializer, **problem_responses(401, 403, 404)},
+    )
+    def get(self, request: Request, trace_id: str) -> HttpResponse:
+        principal = _principal(request)
+        trace = selectors.trace_get(team_id=principal.team_id, trace_id=trace_id)
+        if trace is None:
+            raise Problem(404, "not-found", f"No trace '{trace_id[:128]}' in this team.")
+        body = trace_json(trace)
+        body["deliveries"] = [delivery_json(d) for d in selectors.trace_deliveries(trace)]
+        return json_response(body)
+
+
+class PlantList(APIView):
+    permission_classes = [scoped(Scope.TRACES_READ)]
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="plants_list",
+        summary="List plants (sample endpoint)",
+        description="The interface reference's sample record: the caller's team's plants, oldest first.",
+        parameters=[
+            OpenApiParameter("limit", OpenApiTypes.INT, description="Return at most this many (a positive integer).")
+        ],
+        responses={200: PlantSerializer(many=True), **problem_responses(400, 401, 403)},
+    )
+    def get(self, request: Request) -> HttpResponse:
+        principal = _principal(request)
+        limit = parse_limit(request.query_params.get("limit"), default=None, maximum=None)
+        return json_response([plant_json(p) for p in selectors.plants_for_team(principal.team_id, limit=limit)])

@@ -1,0 +1,234 @@
+"""What the trace API sends and receives.
+
+Bodies are built by the plain functions at the top (`trace_json`, ...): they run for every trace
+of a feed page and every ingest response, where DRF's serializer machinery would cost ~20x more.
+The Serializer classes below them describe the same shapes for the OpenAPI document only; the
+schema fuzz test (tests/api/test_schema_fuzz.py) checks that the two agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from .models import Plant, Source, Status, Trace
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if value is not None else None
+
+
+def trace_json(trace: Trace, *, full: bool = True) -> dict[str, Any]:
+    """A stored trace as the API shows it. ``full`` adds input, output and the routing decisions."""
+    body: dict[str, Any] = {
+        "id": trace.trace_id,
+        "model": trace.model,
+        "provider": trace.provider,
+        "prompt_tokens": trace.prompt_tokens,
+        "completion_tokens": trace.completion_tokens,
+        "total_tokens": trace.total_tokens,
+        "latency_ms": trace.latency_ms,
+        "time_to_first_token_ms": trace.time_to_first_token_ms,
+        "timestamp": _iso(trace.timestamp),
+        "received_at": _iso(trace.received_at),
+        "status": trace.status,
+        "error": {"type": trace.error_type, "message": trace.error_message}
+        if (trace.error_type or trace.error_message)
+        else None,
+        "tags": list(trace.tags or ()),
+        "metadata": trace.metadata or {},
+        "environment": trace.environment,
+        "service_name": trace.service_name,
+        "session_id": trace.session_id,
+        "user_id": trace.user_id,
+        "cost": _number(trace.cost),
+        "client_cost": _number(trace.client_cost),
+        "unpriced": trace.unpriced,
+        "usage_estimated": trace.usage_estimated,
+        "price_source": trace.price_source,
+        "price_version": trace.price_version,
+        "source": trace.source,
+        "destinations": list(trace.destinations or ()),
+    }
+    if full:
+        body["input"] = trace.input
+        body["output"] = trace.output
+        body["routing"] = list(trace.routing or ())
+    return body
+
+
+def delivery_json(delivery: Any) -> dict[str, Any]:
+    return {
+        "destination": delivery.destination,
+        "rule": delivery.rule_name,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "last_error": delivery.last_error,
+        "last_status_code": delivery.last_status_code,
+        "next_attempt_at": _iso(delivery.next_attempt_at),
+        "delivered_at": _iso(delivery.delivered_at),
+        "fallback_of": delivery.fallback_of.destination if delivery.fallback_of_id else None,
+    }
+
+
+def plant_json(plant: Plant) -> dict[str, str]:
+    return {"name": plant.name, "tag": plant.tag}
+
+
+# --- OpenAPI descriptions ----------------------------------------------------------------------
+
+
+class TraceErrorSerializer(serializers.Serializer):
+    type = serializers.CharField(required=False, allow_blank=True, max_length=200, help_text="e.g. RateLimitError")
+    message = serializers.CharField(required=False, allow_blank=True)
+
+
+class TraceInSerializer(serializers.Serializer):
+    """A trace as clients send it. Only `model` is required; unknown fields are ignored."""
+
+    id = serializers.RegexField(
+        r"^[A-Za-z0-9._:-]{1,128}$",
+        required=False,
+        help_text="Your id for the trace (1-128 of A-Z a-z 0-9 . _ : -). Sending it again returns the stored "
+        "trace with 200 instead of storing a second one. Omitted: we assign `trc_` + a UUIDv7.",
+    )
+    model = serializers.CharField(max_length=200, help_text="Model name, e.g. gpt-4o.")
+    provider = serializers.CharField(
+        required=False, allow_blank=True, max_length=64, help_text="Lowercase provider; inferred from the model."
+    )
+    prompt_tokens = serializers.IntegerField(required=False, min_value=0, max_value=2_147_483_647)
+    completion_tokens = serializers.IntegerField(required=False, min_value=0, max_value=2_147_483_647)
+    total_tokens = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=2_147_483_647,
+        help_text="Must equal prompt_tokens + completion_tokens when all three are given.",
+    )
+    latency_ms = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=2_147_483_647)
+    time_to_first_token_ms = serializers.FloatField(
+        required=False, allow_null=True, min_value=0, max_value=2_147_483_647
+    )
+    timestamp = serializers.DateTimeField(required=False, help_text="ISO 8601; default: when we received it.")
+    status = serializers.ChoiceField(
+        choices=Status.choices,
+        required=False,
+        help_text="Default success, or error when `error` is given.",
+    )
+    error = TraceErrorSerializer(required=False, allow_null=True)
+    input = serializers.JSONField(required=False, allow_null=True, help_text="Prompt or messages: any JSON.")
+    output = serializers.JSONField(required=False, allow_null=True, help_text="Completion: any JSON.")
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, max_length=50, help_text="At most 50."
+    )
+    metadata = serializers.DictField(required=False, help_text="At most 64 keys; values any JSON.")
+    environment = serializers.CharField(
+        required=False, allow_blank=True, max_length=64, help_text="Default: the API key's environment."
+    )
+    service_name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    session_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    user_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    cost = serializers.FloatField(
+        required=False,
+        min_value=0,
+        max_value=99_999_999,
+        help_text="Cost you computed (USD); kept as client_cost beside ours.",
+    )
+
+
+class DecisionSerializer(serializers.Serializer):
+    destination = serializers.CharField()
+    rule = serializers.CharField()
+    kept = serializers.BooleanField(help_text="False when sampled out.")
+    rate = serializers.FloatField(help_text="Effective sample rate.")
+    reason = serializers.CharField()
+
+
+class TraceSerializer(serializers.Serializer):
+    """A stored trace."""
+
+    id = serializers.CharField(help_text="The trace id: yours, or `trc_` + UUIDv7.")
+    model = serializers.CharField()
+    provider = serializers.CharField()
+    prompt_tokens = serializers.IntegerField()
+    completion_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+    latency_ms = serializers.IntegerField(allow_null=True)
+    time_to_first_token_ms = serializers.IntegerField(allow_null=True)
+    timestamp = serializers.DateTimeField()
+    received_at = serializers.DateTimeField()
+    status = serializers.ChoiceField(choices=Status.choices)
+    error = TraceErrorSerializer(allow_null=True)
+    tags = serializers.ListField(child=serializers.CharField())
+    metadata = serializers.DictField()
+    environment = serializers.CharField(allow_blank=True, help_text="Default: the sending key's environment.")
+    service_name = serializers.CharField(allow_blank=True)
+    session_id = serializers.CharField(allow_blank=True)
+    user_id = serializers.CharField(allow_blank=True)
+    cost = serializers.FloatField(allow_null=True, help_text="USD from genai-prices; null when unpriced.")
+    client_cost = serializers.FloatField(allow_null=True, help_text="The cost the client reported, if any.")
+    unpriced = serializers.BooleanField(help_text="No known price for this model: cost is null, never a silent 0.")
+    usage_estimated = serializers.BooleanField(help_text="Token usage was missing and has been estimated.")
+    price_source = serializers.CharField()
+    price_version = serializers.CharField()
+    source = serializers.ChoiceField(choices=Source.choices)
+    destinations = serializers.ListField(child=serializers.CharField(), help_text="Where it is being delivered.")
+
+
+class TraceFullSerializer(TraceSerializer):
+    input = serializers.JSONField(allow_null=True)
+    output = serializers.JSONField(allow_null=True)
+    routing = DecisionSerializer(many=True, help_text="Every routing decision, sampled-out ones included.")
+
+
+class DeliverySerializer(serializers.Serializer):
+    destination = serializers.CharField()
+    rule = serializers.CharField()
+    status = serializers.ChoiceField(choices=["pending", "sending", "delivered", "failed", "dead"])
+    attempts = serializers.IntegerField()
+    last_error = serializers.CharField(allow_blank=True)
+    last_status_code = serializers.IntegerField(allow_null=True)
+    next_attempt_at = serializers.DateTimeField()
+    delivered_at = serializers.DateTimeField(allow_null=True)
+    fallback_of = serializers.CharField(allow_null=True, help_text="The destination this is a fallback for.")
+
+
+class TraceDetailSerializer(TraceFullSerializer):
+    deliveries = DeliverySerializer(many=True, help_text="Delivery status per destination.")
+
+
+class TracePageSerializer(serializers.Serializer):
+    results = TraceSerializer(many=True, help_text="Newest first. Without input/output: GET one trace for those.")
+    next_cursor = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page; null at end.")
+
+
+class BatchInSerializer(serializers.Serializer):
+    traces = TraceInSerializer(many=True, help_text="At most 1,000 traces and 10 MiB.")
+
+
+class BatchItemSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="Position in the request's `traces`.")
+    status = serializers.IntegerField(help_text="201 stored, 200 already stored under this id, 400/413 refused.")
+    id = serializers.CharField(allow_null=True, help_text="The trace id; null when refused.")
+    cost = serializers.FloatField(allow_null=True, required=False)
+    errors = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        allow_null=True,
+        help_text="Field → messages when refused.",
+    )
+
+
+class BatchResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    existing = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    results = BatchItemSerializer(many=True)
+
+
+class PlantSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    tag = serializers.CharField()
