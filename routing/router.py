@@ -2,6 +2,19 @@
 
 No ORM and no I/O here, so the ingest path, the dry-run endpoint and the tests all run the
 same code. Conditions arrive already compiled to predicates (see `routing.conditions`).
+
+Semantics (docs/routing.md):
+
+- Rules run in priority order (lower first); disabled rules are skipped.
+- Every matching rule adds its destinations. A destination is delivered once per trace: the
+  first rule that *keeps* it (after sampling) decides, so a later "all errors" rule still sends
+  an error that an earlier 10% rule sampled out. If no rule keeps it, the first sampled-out
+  decision is reported.
+- A matching rule with ``stop`` ends evaluation.
+- Sampling is consistent: ``u = sample_point(trace id)`` in [0, 1); a destination keeps the trace
+  when ``u < policy rate × rule rate × destination rate``.
+- A condition that fails at run time (a missing metadata key …) does not match; the error is
+  reported in ``RoutingResult.errors`` and, with ``explain=True``, in the rule's evaluation.
 """
 
 from __future__ import annotations
@@ -10,6 +23,9 @@ import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from .conditions import ALWAYS, Bindings
+from .conditions import Predicate as CompiledPredicate
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 
@@ -20,16 +36,23 @@ def always(_: Mapping[str, Any]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class DestinationSpec:
-    """Where a rule sends traces: an integration named by name or platform, with its own options."""
+    """Where a rule sends traces: an integration named by name or platform, with its own options.
+
+    ``platform`` is set for an ad-hoc destination whose ``name`` is not an integration (a named
+    webhook with its own ``url``); otherwise ``name`` is an integration's name or platform.
+    """
 
     name: str
     sample_rate: float = 1.0
     tags: tuple[str, ...] = ()
     url: str | None = None
     fallback: tuple[DestinationSpec, ...] = ()
+    platform: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "sample_rate": self.sample_rate, "tags": list(self.tags)}
+        if self.platform:
+            out["platform"] = self.platform
         if self.url:
             out["url"] = self.url
         out["fallback"] = [f.as_dict() for f in self.fallback]
@@ -43,6 +66,7 @@ class DestinationSpec:
             tags=tuple(data.get("tags") or ()),
             url=data.get("url") or None,
             fallback=tuple(cls.from_dict(f) for f in data.get("fallback") or ()),
+            platform=data.get("platform") or None,
         )
 
 
@@ -65,6 +89,13 @@ class SamplingRule:
     sample_rate: float
 
 
+def _cel_names(predicates: list[Any]) -> frozenset[str]:
+    names: set[str] = set()
+    for predicate in predicates:
+        names.update(getattr(predicate, "variables", ()))
+    return frozenset(names)
+
+
 @dataclass(frozen=True, slots=True)
 class CompiledRouting:
     """A team's rules (sorted by priority) and sampling policy, ready to evaluate."""
@@ -72,7 +103,14 @@ class CompiledRouting:
     rules: tuple[CompiledRule, ...] = ()
     default_sample_rate: float = 1.0
     sampling_rules: tuple[SamplingRule, ...] = ()
-    version: int = 0
+    version: int = 0  # the rule set's version
+    sampling_version: int = 0
+    # The context names any condition reads: the CEL activation is built from these only.
+    variables: frozenset[str] = field(init=False, default=frozenset())
+
+    def __post_init__(self) -> None:
+        predicates = [r.predicate for r in self.rules] + [s.predicate for s in self.sampling_rules]
+        object.__setattr__(self, "variables", _cel_names(predicates))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,20 +132,51 @@ class Decision:
 
 
 @dataclass(frozen=True, slots=True)
+class RuleEvaluation:
+    """How one rule fared for one trace (collected with ``route(..., explain=True)``)."""
+
+    rule: str
+    priority: int
+    matched: bool | None  # None: not evaluated (disabled, or an earlier rule stopped evaluation)
+    reason: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "priority": self.priority, "matched": self.matched, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
 class RoutingResult:
     decisions: tuple[Decision, ...] = ()
     sample_point: float = 0.0
     policy_rate: float = 1.0
     policy_reason: str = ""
     matched_rules: tuple[str, ...] = field(default=())
+    errors: tuple[tuple[str, str], ...] = ()  # (rule or sampling condition, error): counted as no match
+    evaluations: tuple[RuleEvaluation, ...] = ()  # only with explain=True
 
     @property
     def kept(self) -> tuple[Decision, ...]:
         return tuple(d for d in self.decisions if d.kept)
 
     @property
+    def sampled_out(self) -> tuple[Decision, ...]:
+        return tuple(d for d in self.decisions if not d.kept)
+
+    @property
     def destinations(self) -> list[str]:
         return [d.destination.name for d in self.decisions if d.kept]
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "sample_point": self.sample_point,
+            "policy": {"rate": self.policy_rate, "reason": self.policy_reason},
+            "matched_rules": list(self.matched_rules),
+            "decisions": [d.as_dict() for d in self.decisions],
+            "errors": [{"rule": rule, "error": error} for rule, error in self.errors],
+        }
+        if self.evaluations:
+            out["evaluations"] = [e.as_dict() for e in self.evaluations]
+        return out
 
 
 def sample_point(trace_id: str) -> float:
@@ -116,38 +185,92 @@ def sample_point(trace_id: str) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
-def policy_rate(ctx: Mapping[str, Any], routing: CompiledRouting) -> tuple[float, str]:
+def _check(predicate: Predicate, ctx: Mapping[str, Any], bindings: Bindings) -> tuple[bool, str | None]:
+    if isinstance(predicate, CompiledPredicate):
+        return predicate.evaluate(bindings)
+    try:
+        return bool(predicate(ctx)), None
+    except Exception as exc:  # a hand-built predicate (tests, admin tools) must not break routing either
+        return False, f"{type(exc).__name__}: {exc}"
+
+
+def _policy(
+    ctx: Mapping[str, Any], routing: CompiledRouting, bindings: Bindings, errors: list[tuple[str, str]]
+) -> tuple[float, str]:
     for rule in routing.sampling_rules:
-        if rule.predicate(ctx):
+        matched, error = _check(rule.predicate, ctx, bindings)
+        if error is not None:
+            errors.append((f"sampling: {rule.condition}", error))
+        if matched:
             return rule.sample_rate, f"sampling rule '{rule.condition}'"
     return routing.default_sample_rate, "default sample rate"
 
 
-def route(ctx: Mapping[str, Any], routing: CompiledRouting) -> RoutingResult:
-    """Evaluate rules in priority order; every matching rule adds its destinations (first wins on a
-    repeat); a matching rule with ``stop`` ends evaluation. ``ctx`` is `TraceRecord.condition_context()`.
+def policy_rate(ctx: Mapping[str, Any], routing: CompiledRouting) -> tuple[float, str]:
+    """The sampling policy's rate for this trace: the first matching policy rule, else the default."""
+    return _policy(ctx, routing, Bindings(ctx, routing.variables), [])
+
+
+def route(ctx: Mapping[str, Any], routing: CompiledRouting, *, explain: bool = False) -> RoutingResult:
+    """Decide where a trace goes. ``ctx`` is `TraceRecord.condition_context()`.
+
+    ``explain`` also records how every rule fared (the dry-run endpoint); ingest leaves it off.
     """
     u = sample_point(str(ctx["id"]))
-    base_rate, base_reason = policy_rate(ctx, routing)
-    seen: set[str] = set()
+    bindings = Bindings(ctx, routing.variables)
+    errors: list[tuple[str, str]] = []
+    base_rate, base_reason = _policy(ctx, routing, bindings, errors)
+    # destination name → index into decisions
+    placed: dict[str, int] = {}
     decisions: list[Decision] = []
     matched: list[str] = []
+    evaluations: list[RuleEvaluation] = []
+    stopped_by: str | None = None
     for rule in routing.rules:
-        if not rule.enabled or not rule.predicate(ctx):
+        if stopped_by is not None:
+            if not explain:
+                break
+            evaluations.append(RuleEvaluation(rule.name, rule.priority, None, f"not evaluated: '{stopped_by}' stops"))
+            continue
+        if not rule.enabled:
+            if explain:
+                evaluations.append(RuleEvaluation(rule.name, rule.priority, None, "disabled"))
+            continue
+        ok, error = _check(rule.predicate, ctx, bindings)
+        if error is not None:
+            errors.append((rule.name, error))
+        if not ok:
+            if explain:
+                why = f"condition error, counted as no match: {error}" if error else "condition did not match"
+                evaluations.append(RuleEvaluation(rule.name, rule.priority, False, why))
             continue
         matched.append(rule.name)
+        if explain:
+            has_condition = rule.predicate is not ALWAYS and rule.predicate is not always
+            why = "condition matched" if has_condition else "no condition: matches every trace"
+            evaluations.append(RuleEvaluation(rule.name, rule.priority, True, why + ("; stop" if rule.stop else "")))
         for dest in rule.destinations:
-            if dest.name in seen:
-                continue
-            seen.add(dest.name)
             rate = base_rate * rule.sample_rate * dest.sample_rate
             kept = u < rate
+            where = placed.get(dest.name)
+            if where is not None:
+                earlier = decisions[where]
+                if earlier.kept or not kept:
+                    continue  # already sent, or this rule would sample it out too
+                reason = f"matched rule '{rule.name}' (rule '{earlier.rule}' sampled it out at {earlier.rate:g})"
+                decisions[where] = Decision(dest, rule.name, True, rate, reason)
+                continue
+            placed[dest.name] = len(decisions)
             if kept:
                 reason = f"matched rule '{rule.name}'"
+                if rate < 1.0:
+                    reason += f", kept by sampling ({u:.4f} < rate {rate:g})"
             else:
-                reason = f"sampled out: {u:.4f} ≥ rate {rate:g} ({base_reason} {base_rate:g}"
-                reason += f" × rule {rule.sample_rate:g} × destination {dest.sample_rate:g})"
+                reason = (
+                    f"sampled out: {u:.4f} ≥ rate {rate:g} ({base_reason} {base_rate:g}"
+                    f" × rule {rule.sample_rate:g} × destination {dest.sample_rate:g})"
+                )
             decisions.append(Decision(dest, rule.name, kept, rate, reason))
         if rule.stop:
-            break
-    return RoutingResult(tuple(decisions), u, base_rate, base_reason, tuple(matched))
+            stopped_by = rule.name
+    return RoutingResult(tuple(decisions), u, base_rate, base_reason, tuple(matched), tuple(errors), tuple(evaluations))

@@ -1,0 +1,636 @@
+"""Routing conditions: one compiler for both spellings.
+
+A rule's condition is either an object (``{"model": "gpt-4*", "cost": ">0.05"}``, every key must
+hold) or a CEL expression (``model == "gpt-4" && cost > 0.05``). Both compile to a `Predicate`
+over `TraceRecord.condition_context()`. CEL runs in the Rust interpreter of the
+``common-expression-language`` package: no ``eval``, no attribute access, no I/O.
+
+Decisions (docs/routing.md has the user-facing version):
+
+- Numbers are doubles in CEL conditions, as in JSON: every numeric trace field and metadata number
+  is handed to CEL as a double and integer literals are read as doubles, so ``cost > 1``,
+  ``cost * 1000 > 5`` and ``latency_ms / 1000 > 2.5`` mean what they say. List indexes
+  (``tags[0]``) stay integers.
+- Identifiers and functions are checked when the rule is saved: an unknown name is an error with
+  its column, not a rule that silently never matches.
+- At run time an expression that fails (a missing metadata key, a type mismatch on user metadata)
+  does not match; the reason says why. CEL's ``&&``/``||`` still short-circuit around errors, so
+  ``has(metadata.env) && metadata.env == "prod"`` is the careful spelling.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import cel
+
+from traces.records import TraceRecord
+
+# The names a condition may use: exactly what the router evaluates against.
+VARIABLES: frozenset[str] = frozenset(TraceRecord(trace_id="", team_id=0, model="").condition_context())
+NUMERIC_VARIABLES = frozenset(
+    {"cost", "latency_ms", "total_tokens", "prompt_tokens", "completion_tokens", "time_to_first_token_ms"}
+)
+STRING_VARIABLES = frozenset(
+    {"model", "provider", "status", "environment", "error_type", "error_message", "service_name", "session_id"}
+    | {"user_id", "source", "id"}
+)
+BOOLEAN_VARIABLES = frozenset({"error", "unpriced"})
+STATUSES = ("success", "error", "rate_limited")
+
+# CEL type names may appear as identifiers: ``type(metadata.n) == double``.
+_TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"})
+# Functions of the CEL core library that the interpreter implements (checked one by one).
+FUNCTIONS: frozenset[str] = frozenset(
+    {"size", "contains", "startsWith", "endsWith", "matches", "int", "uint", "double", "string", "bytes"}
+    | {"timestamp", "duration", "dyn", "type"}
+    | {"getFullYear", "getMonth", "getDate", "getDayOfMonth", "getDayOfWeek", "getDayOfYear"}
+    | {"getHours", "getMinutes", "getSeconds", "getMilliseconds"}
+)
+_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+MAX_EXPRESSION_LENGTH = 4096
+
+
+class ConditionError(ValueError):
+    """A condition that cannot compile. ``position`` is the 1-based column (character offset + 1)
+    in a string condition, None for the object form; ``path`` is the key inside an object
+    condition (``"cost"``, ``"metadata.env"``), ``""`` for a string condition."""
+
+    def __init__(self, message: str, position: int | None = None, path: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.position = position
+        self.path = path
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class Predicate:
+    """A compiled condition. ``pred(ctx)`` → bool; ``pred.evaluate(ctx)`` → (matched, error).
+
+    ``ctx`` is a condition context (a mapping) or a `Bindings` that shares one CEL activation
+    across every CEL predicate evaluated for the same trace.
+    """
+
+    __slots__ = ("source", "variables")
+
+    def __init__(self, source: str, variables: frozenset[str]) -> None:
+        self.source = source
+        self.variables = variables
+
+    def evaluate(self, ctx: Mapping[str, Any] | Bindings) -> tuple[bool, str | None]:
+        raise NotImplementedError
+
+    def __call__(self, ctx: Mapping[str, Any] | Bindings) -> bool:
+        return self.evaluate(ctx)[0]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.source!r}>"
+
+
+class Always(Predicate):
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__("", frozenset())
+
+    def evaluate(self, ctx: Mapping[str, Any] | Bindings) -> tuple[bool, str | None]:
+        return True, None
+
+
+ALWAYS = Always()
+
+
+class Broken(Predicate):
+    """A stored condition that no longer compiles (edited around the API): it never matches, and
+    says why, rather than failing every trace's ingest."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, source: str, error: str) -> None:
+        super().__init__(source, frozenset())
+        self.error = error
+
+    def evaluate(self, ctx: Mapping[str, Any] | Bindings) -> tuple[bool, str | None]:
+        return False, f"the condition does not compile: {self.error}"
+
+
+class Bindings:
+    """One trace's condition context, plus its CEL activation built once on first use.
+
+    Converting Python values to CEL costs more than evaluating a typical rule, so the router
+    wraps each trace's context in one of these and every CEL predicate shares the conversion.
+    """
+
+    __slots__ = ("ctx", "names", "_activation")
+
+    def __init__(self, ctx: Mapping[str, Any], names: frozenset[str] | None = None) -> None:
+        self.ctx = ctx
+        self.names = names
+        self._activation: cel.Context | None = None
+
+    def activation(self) -> cel.Context:
+        if self._activation is None:
+            names = self.names if self.names is not None else VARIABLES
+            self._activation = cel.Context(variables={n: to_cel(self.ctx[n]) for n in names if n in self.ctx})
+        return self._activation
+
+
+def to_cel(value: Any) -> Any:
+    """A context value as CEL sees it: every number a double (bools stay bools)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | Decimal):
+        return float(value)
+    if isinstance(value, float):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): to_cel(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_cel(v) for v in value]
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The string form: CEL
+
+
+class CelPredicate(Predicate):
+    __slots__ = ("program", "_names")
+
+    def __init__(self, source: str, program: cel.Program, variables: frozenset[str]) -> None:
+        super().__init__(source, variables)
+        self.program = program
+        self._names = tuple(sorted(variables))
+
+    def evaluate(self, ctx: Mapping[str, Any] | Bindings) -> tuple[bool, str | None]:
+        try:
+            if isinstance(ctx, Bindings):
+                result = self.program.execute(ctx.activation())
+            else:
+                result = self.program.execute({n: to_cel(ctx[n]) for n in self._names if n in ctx})
+        except Exception as exc:  # the interpreter raises KeyError, TypeError, RuntimeError, ValueError …
+            return False, runtime_error_message(exc)
+        if result is True:
+            return True, None
+        if result is False:
+            return False, None
+        return False, f"the condition gave {_cel_type_name(result)}, not true or false"
+
+
+def runtime_error_message(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"no such key {exc.args[0]!r}" if exc.args else "no such key"
+    if isinstance(exc, ZeroDivisionError):
+        return "division by zero"
+    text = str(exc).strip() or type(exc).__name__
+    first = text.split(". ")[0].rstrip(".")
+    if first.startswith("Unsupported operation") or first.startswith("No such overload"):
+        hint = "; % needs integers: write int(x) % 2" if "%" in first else ""
+        return f"type mismatch ({first[0].lower()}{first[1:]}){hint}"
+    return first
+
+
+def _cel_type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a map"
+    return f"a {type(value).__name__}"
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: str  # "string", "int", "uint", "float", "ident", "punct"
+    text: str
+    start: int  # character offset
+
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>\s+|//[^\n]*)
+  | (?P<string>(?:[bB]?[rR]|[rR][bB])(?:\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"[^"\n]*"|'[^'\n]*')
+      | [bB]?(?:\"\"\"(?:\\.|[^\\])*?\"\"\"|'''(?:\\.|[^\\])*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'))
+  | (?P<float>\d+\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\.\d+(?:[eE][+-]?\d+)?)
+  | (?P<uint>(?:0[xX][0-9a-fA-F]+|\d+)[uU])
+  | (?P<int>0[xX][0-9a-fA-F]+|\d+)
+  | (?P<ident>[_a-zA-Z][_a-zA-Z0-9]*)
+  | (?P<punct>==|!=|<=|>=|&&|\|\||[-+*/%<>!?:.,()\[\]{}=&|])
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+def tokenize(source: str) -> list[Token]:
+    """CEL's lexical structure, enough to find identifiers and number literals outside strings.
+
+    Only used on expressions CEL has already parsed; an unknown character becomes a one-letter
+    punctuation token so the scan never fails.
+    """
+    tokens: list[Token] = []
+    pos = 0
+    while pos < len(source):
+        match = _TOKEN_RE.match(source, pos)
+        if match is None:
+            tokens.append(Token("punct", source[pos], pos))
+            pos += 1
+            continue
+        kind = match.lastgroup or "punct"
+        if kind != "ws":
+            tokens.append(Token(kind, match.group(), pos))
+        pos = match.end()
+    return tokens
+
+
+def _is_index(tokens: Sequence[Token], i: int) -> bool:
+    """Is tokens[i] the whole subscript of ``x[i]`` (as opposed to a list literal ``[1]``)?"""
+    if i < 2 or i + 1 >= len(tokens):
+        return False
+    before, opener, after = tokens[i - 2], tokens[i - 1], tokens[i + 1]
+    if opener.text != "[" or after.text != "]":
+        return False
+    return before.kind in ("ident", "string") or before.text in (")", "]")
+
+
+def _is_modulo_operand(tokens: Sequence[Token], i: int) -> bool:
+    """``%`` is defined on integers only in CEL: ``int(total_tokens) % 2`` keeps its 2."""
+    return (i > 0 and tokens[i - 1].text == "%") or (i + 1 < len(tokens) and tokens[i + 1].text == "%")
+
+
+def doubles_for_ints(source: str, tokens: Sequence[Token]) -> str:
+    """The expression with each integer literal written as a double (``1`` → ``1.0``)."""
+    out: list[str] = []
+    last = 0
+    for i, tok in enumerate(tokens):
+        if tok.kind != "int" or _is_index(tokens, i) or _is_modulo_operand(tokens, i):
+            continue
+        value = int(tok.text, 16) if tok.text[:2].lower() == "0x" else int(tok.text)
+        out.append(source[last : tok.start])
+        out.append(repr(float(value)))
+        last = tok.start + len(tok.text)
+    out.append(source[last:])
+    return "".join(out)
+
+
+def _bound_names(tokens: Sequence[Token]) -> set[str]:
+    """Variables bound by comprehension macros: the ``t`` of ``tags.exists(t, t == "x")``."""
+    names: set[str] = set()
+    for i in range(1, len(tokens) - 3):
+        tok = tokens[i]
+        if (
+            tok.kind == "ident"
+            and tok.text in _MACROS
+            and tokens[i - 1].text == "."
+            and tokens[i + 1].text == "("
+            and tokens[i + 2].kind == "ident"
+            and tokens[i + 3].text == ","
+        ):
+            names.add(tokens[i + 2].text)
+    return names
+
+
+def _first_use(tokens: Sequence[Token], name: str, *, call: bool) -> int | None:
+    for i, tok in enumerate(tokens):
+        if tok.kind != "ident" or tok.text != name:
+            continue
+        is_call = i + 1 < len(tokens) and tokens[i + 1].text == "("
+        is_member = i > 0 and tokens[i - 1].text == "."
+        if call and is_call:
+            return tok.start
+        if not call and not is_call and not is_member:
+            return tok.start
+    return None
+
+
+def _column(source: str, offset: int) -> tuple[int, int]:
+    line = source.count("\n", 0, offset) + 1
+    col = offset - (source.rfind("\n", 0, offset) + 1) + 1
+    return line, col
+
+
+def _where(source: str, offset: int) -> str:
+    line, col = _column(source, offset)
+    return f"column {col}" if line == 1 else f"line {line}, column {col}"
+
+
+_CEL_ERROR_RE = re.compile(r"<input>:(\d+):(\d+): (.*)")
+
+
+def _syntax_error(source: str, exc: Exception) -> ConditionError:
+    text = str(exc)
+    match = _CEL_ERROR_RE.search(text)
+    if match is None:
+        return ConditionError(f"Syntax error: {text.splitlines()[0]}", None)
+    line, col, message = int(match.group(1)), int(match.group(2)), match.group(3).strip()
+    lines = source.split("\n")
+    offset = sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
+    message = message.removeprefix("Syntax error: ")
+    friendly = _friendlier(message, source, offset)
+    where = f"column {col}" if line == 1 else f"line {line}, column {col}"
+    return ConditionError(f"Syntax error at {where}: {friendly}", offset + 1)
+
+
+def _friendlier(message: str, source: str, offset: int) -> str:
+    if "mismatched input '<EOF>'" in message:
+        return "the expression ends too early"
+    word = re.match(r"(?:mismatched|extraneous) input '([^']*)'", message)
+    if word and word.group(1) in ("and", "or", "not", "AND", "OR", "NOT"):
+        return f"unexpected '{word.group(1)}' (CEL spells these &&, || and !)"
+    if word:
+        return f"unexpected '{word.group(1)}'"
+    char = re.match(r"token recognition error at: '(.)", message)
+    if char:
+        if char.group(1) == "=":
+            return "unexpected '=' (compare with ==)"
+        if char.group(1) in "&|":
+            return f"unexpected '{char.group(1)}' (CEL spells these && and ||)"
+        return f"unexpected character '{char.group(1)}'"
+    return message
+
+
+_PROBE_CONTEXT: dict[str, Any] = {
+    **TraceRecord(trace_id="trc_probe", team_id=0, model="probe-model").condition_context(),
+    "latency_ms": 1,
+    "total_tokens": 1,
+    "prompt_tokens": 1,
+    "completion_tokens": 1,
+    "time_to_first_token_ms": 1,
+    "cost": 1.0,
+}
+
+
+def compile_cel(source: str) -> CelPredicate:
+    if len(source) > MAX_EXPRESSION_LENGTH:
+        raise ConditionError(f"The condition is longer than {MAX_EXPRESSION_LENGTH} characters.", None)
+    try:
+        cel.compile(source)  # errors at the user's own columns
+    except Exception as exc:
+        raise _syntax_error(source, exc) from None
+    tokens = tokenize(source)
+    rewritten = doubles_for_ints(source, tokens)
+    try:
+        program = cel.compile(rewritten)
+    except Exception as exc:  # pragma: no cover - the rewrite only swaps number spellings
+        raise _syntax_error(source, exc) from None
+
+    bound = _bound_names(tokens)
+    used = set(program.variables())
+    unknown = sorted(used - VARIABLES - _TYPE_NAMES - bound)
+    if unknown:
+        name = unknown[0]
+        offset = _first_use(tokens, name, call=False)
+        hint = difflib.get_close_matches(name, sorted(VARIABLES), n=1)
+        suggestion = f"; did you mean '{hint[0]}'?" if hint else f". Known names: {', '.join(sorted(VARIABLES))}"
+        where = f" at {_where(source, offset)}" if offset is not None else ""
+        raise ConditionError(f"Unknown name '{name}'{where}{suggestion}", offset + 1 if offset is not None else None)
+    functions = {f for f in program.functions() if f[:1].isalpha()}
+    strange = sorted(functions - FUNCTIONS)
+    if strange:
+        name = strange[0]
+        offset = _first_use(tokens, name, call=True)
+        hint = difflib.get_close_matches(name, sorted(FUNCTIONS), n=1)
+        suggestion = f"; did you mean '{hint[0]}'?" if hint else ""
+        where = f" at {_where(source, offset)}" if offset is not None else ""
+        raise ConditionError(
+            f"Unknown function '{name}'{where}{suggestion}", offset + 1 if offset is not None else None
+        )
+
+    predicate = CelPredicate(source, program, frozenset(used & VARIABLES))
+    _probe(predicate)
+    return predicate
+
+
+def _probe(predicate: CelPredicate) -> None:
+    """Run the expression once against a typical trace to catch what a type checker would:
+    a result that is not true/false, or operands that can never fit. Metadata is free-form, so
+    errors on an expression that reads it are left for run time (where they mean "no match")."""
+    try:
+        result = predicate.program.execute({n: to_cel(_PROBE_CONTEXT[n]) for n in predicate.variables})
+    except TypeError as exc:
+        if "metadata" in predicate.variables:
+            return
+        hint = ""
+        if {"size", "int", "uint"} & set(predicate.program.functions()):
+            hint = " Numbers in conditions are doubles but size() and int() give integers: write double(size(tags))."
+        message = f"This condition cannot be evaluated: {runtime_error_message(exc)}.{hint}"
+        raise ConditionError(message, None) from None
+    except Exception:  # missing keys, empty lists, bad arguments: they depend on the trace
+        return
+    if not isinstance(result, bool):
+        raise ConditionError(
+            f"A condition must be true or false; this one gives {_cel_type_name(result)}.", None
+        ) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The object form
+
+
+_COMPARISON_RE = re.compile(r"^\s*(>=|<=|==|!=|>|<|=)?\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
+_OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    "==": lambda a, b: a == b,
+    "=": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
+OBJECT_KEYS = (
+    sorted(STRING_VARIABLES - {"id"})
+    + sorted(NUMERIC_VARIABLES)
+    + sorted(BOOLEAN_VARIABLES)
+    + ["tags", "metadata", "metadata.<key>"]
+)
+
+Test = Callable[[Mapping[str, Any]], bool]
+
+
+class ObjectPredicate(Predicate):
+    __slots__ = ("tests",)
+
+    def __init__(self, source: str, tests: tuple[Test, ...], variables: frozenset[str]) -> None:
+        super().__init__(source, variables)
+        self.tests = tests
+
+    def evaluate(self, ctx: Mapping[str, Any] | Bindings) -> tuple[bool, str | None]:
+        values = ctx.ctx if isinstance(ctx, Bindings) else ctx
+        for test in self.tests:
+            if not test(values):
+                return False, None
+        return True, None
+
+
+def _strings(key: str, value: Any) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, str) and v for v in items):
+        raise ConditionError(f"'{key}' takes a non-empty string or a list of them.", None, key)
+    return items
+
+
+def _string_test(key: str, value: Any) -> Test:
+    """Exact match, or prefix match with a trailing ``*``; a list matches any of its items."""
+    items = _strings(key, value)
+    fold = key == "provider"  # providers are lowercase names
+    exact = frozenset(v.lower() if fold else v for v in items if not v.endswith("*"))
+    prefixes = tuple(v[:-1].lower() if fold else v[:-1] for v in items if v.endswith("*"))
+    if key == "status":
+        bad = [v for v in items if v not in STATUSES]
+        if bad:
+            raise ConditionError(f"'status' is one of {', '.join(STATUSES)}; not '{bad[0]}'.", None, key)
+
+    def test(ctx: Mapping[str, Any]) -> bool:
+        actual = ctx.get(key) or ""
+        if fold:
+            actual = actual.lower()
+        return actual in exact or (bool(prefixes) and actual.startswith(prefixes))
+
+    return test
+
+
+def _comparison(key: str, value: Any) -> tuple[Callable[[float, float], bool], float, str]:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ConditionError(f'\'{key}\' takes a number or a comparison such as ">0.5" or "<=100".', None, key)
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise ConditionError(f"'{key}' must be a finite number.", None, key)
+        return _OPERATORS["=="], float(value), "=="
+    match = _COMPARISON_RE.match(value)
+    if match is None:
+        raise ConditionError(
+            f"'{key}': cannot read {value!r}; write an operator (>, >=, <, <=, ==, !=) and a number, such as \">0.5\".",
+            None,
+            key,
+        )
+    op = match.group(1) or "=="
+    return _OPERATORS[op], float(match.group(2)), op
+
+
+def _number_test(key: str, value: Any) -> Test:
+    """A comparison; a list of comparisons must all hold (a range: ``[">=0.01", "<1"]``)."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ConditionError(f"'{key}' needs at least one comparison.", None, key)
+    checks = tuple(_comparison(key, v)[:2] for v in items)
+
+    def test(ctx: Mapping[str, Any]) -> bool:
+        actual = ctx.get(key)
+        if actual is None:
+            return False
+        actual = float(actual)
+        return all(op(actual, bound) for op, bound in checks)
+
+    return test
+
+
+def _bool_test(key: str, value: Any) -> Test:
+    if not isinstance(value, bool):
+        raise ConditionError(f"'{key}' takes true or false.", None, key)
+
+    def test(ctx: Mapping[str, Any]) -> bool:
+        return bool(ctx.get(key)) is value
+
+    return test
+
+
+def _tags_test(value: Any) -> Test:
+    """Every listed tag must be on the trace."""
+    wanted = frozenset(_strings("tags", value))
+
+    def test(ctx: Mapping[str, Any]) -> bool:
+        return wanted.issubset(ctx.get("tags") or ())
+
+    return test
+
+
+_MISSING = object()
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: 1 == 1.0, but true is not 1 and "1" is not 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a is b
+    if isinstance(a, int | float | Decimal) and isinstance(b, int | float | Decimal):
+        return float(a) == float(b)
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def _metadata_test(path: str, value: Any) -> Test:
+    """``metadata.a.b``: walk nested objects by the dotted path; the value must equal (JSON equality)."""
+    parts = path.split(".")
+    if not all(parts):
+        raise ConditionError(f"'metadata.{path}' is not a valid key path.", None, f"metadata.{path}")
+
+    def test(ctx: Mapping[str, Any]) -> bool:
+        current: Any = ctx.get("metadata") or {}
+        for part in parts:
+            if not isinstance(current, Mapping):
+                return False
+            current = current.get(part, _MISSING)
+            if current is _MISSING:
+                return False
+        return json_equal(current, value)
+
+    return test
+
+
+def compile_object(cond: Mapping[str, Any]) -> ObjectPredicate:
+    tests: list[Test] = []
+    variables: set[str] = set()
+    for raw_key, value in cond.items():
+        key = str(raw_key)
+        if key in STRING_VARIABLES and key != "id":
+            tests.append(_string_test(key, value))
+        elif key in NUMERIC_VARIABLES:
+            tests.append(_number_test(key, value))
+        elif key in BOOLEAN_VARIABLES:
+            tests.append(_bool_test(key, value))
+        elif key == "tags":
+            tests.append(_tags_test(value))
+        elif key == "metadata":
+            if not isinstance(value, Mapping) or not value:
+                raise ConditionError("'metadata' takes an object of key → value.", None, key)
+            tests.extend(_metadata_test(str(k), v) for k, v in value.items())
+        elif key.startswith("metadata."):
+            tests.append(_metadata_test(key.removeprefix("metadata."), value))
+            key = "metadata"
+        else:
+            hint = difflib.get_close_matches(key, OBJECT_KEYS, n=1)
+            suggestion = f"; did you mean '{hint[0]}'?" if hint else f". Known keys: {', '.join(OBJECT_KEYS)}"
+            raise ConditionError(f"Unknown condition key '{key}'{suggestion}", None, key)
+        variables.add(key)
+    source = json.dumps(cond, sort_keys=True, separators=(", ", ": "), default=str)
+    return ObjectPredicate(source, tuple(tests), frozenset(variables))
+
+
+def compile_condition(cond: str | Mapping[str, Any] | None) -> Predicate:
+    """Compile either spelling of a condition. None, ``""`` and ``{}`` match every trace."""
+    if cond is None:
+        return ALWAYS
+    if isinstance(cond, str):
+        if not cond.strip():
+            return ALWAYS
+        return compile_cel(cond)
+    if isinstance(cond, Mapping):
+        if not cond:
+            return ALWAYS
+        return compile_object(cond)
+    raise ConditionError("A condition is an object of keys or a CEL expression string.", None)
