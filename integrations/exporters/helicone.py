@@ -1,0 +1,161 @@
+"""Helicone: its custom-log endpoint ``POST {endpoint}/custom/v1/log``, one request per trace,
+``Authorization: Bearer <key>``.
+
+The body is the request (OpenAI chat shape), the response (OpenAI completion shape with
+``usage``, from which Helicone counts tokens and prices the call) and the timing. User, session,
+tags and metadata travel as Helicone headers inside ``providerRequest.meta``; the request id is
+our UUIDv5, so Helicone keys the log by a stable id. Helicone reports a failed storage step as
+HTTP 200 with ``{"error": …}``: that is a retryable failure here, not a success.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, ClassVar
+
+from traces.records import TraceRecord
+
+from .base import CheckResult, ExportError
+from .calls import Call, to_json, unix_ns
+from .configs import Field
+from .transport import HttpExporter
+
+_PROPERTY_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def property_header(name: str) -> str:
+    return "Helicone-Property-" + (_PROPERTY_NAME.sub("-", name).strip("-") or "property")
+
+
+def _header_value(value: Any) -> str:
+    text = value if isinstance(value, str) else to_json(value)
+    return " ".join(text.split())[:1000]
+
+
+def _timing(moment: datetime) -> dict[str, int]:
+    ms = unix_ns(moment) // 1_000_000
+    return {"seconds": ms // 1000, "milliseconds": ms % 1000}
+
+
+def log_for(call: Call) -> dict[str, Any]:
+    r = call.record
+    meta: dict[str, str] = {"Helicone-Request-Id": str(call.run_id)}
+    if r.user_id:
+        meta["Helicone-User-Id"] = _header_value(r.user_id)
+    if r.session_id:
+        meta["Helicone-Session-Id"] = _header_value(r.session_id)
+        meta["Helicone-Session-Path"] = "/"
+        meta["Helicone-Session-Name"] = _header_value(r.service_name or "tracerelay")
+    if call.tags:
+        meta[property_header("Tags")] = _header_value(",".join(call.tags))
+    if r.environment:
+        meta[property_header("Environment")] = _header_value(r.environment)
+    if r.service_name:
+        meta[property_header("Service")] = _header_value(r.service_name)
+    meta[property_header("Tracerelay-Trace-Id")] = r.trace_id
+    for key, value in call.metadata.items():
+        meta.setdefault(property_header(key), _header_value(value))
+
+    request_json: dict[str, Any] = {
+        "model": r.model,
+        "messages": [m.as_openai() for m in call.inputs],
+        **call.parameters,
+    }
+    usage = {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "total_tokens": r.total_tokens}
+    if r.is_error:
+        response_json: dict[str, Any] = {
+            "error": {"message": call.error_message, "type": call.error_type, "code": call.http_status}
+        }
+        if r.prompt_tokens or r.completion_tokens:
+            response_json["usage"] = usage
+    else:
+        response_json = {
+            "id": f"chatcmpl-{call.run_id.hex}",
+            "object": "chat.completion",
+            "created": int(call.end.timestamp()),
+            "model": r.model,
+            "choices": [
+                {"index": i, "message": m.as_openai(), "finish_reason": m.finish_reason or "stop"}
+                for i, m in enumerate(call.outputs)
+            ],
+            "usage": usage,
+        }
+    timing: dict[str, Any] = {"startTime": _timing(call.start), "endTime": _timing(call.end)}
+    if r.time_to_first_token_ms is not None:
+        timing["timeToFirstToken"] = r.time_to_first_token_ms
+    return {
+        "providerRequest": {"url": "custom-model-nopath", "json": request_json, "meta": meta},
+        "providerResponse": {"headers": {}, "status": call.http_status, "json": response_json},
+        "timing": timing,
+    }
+
+
+class HeliconeExporter(HttpExporter):
+    platform = "helicone"
+    label = "Helicone"
+    # One log per request, and Helicone does not deduplicate re-sent logs: a batch of one means a
+    # failure never makes us re-send logs that already got through.
+    max_batch = 1
+    fields: ClassVar[tuple[Field, ...]] = (
+        Field("apiKey", required=True, secret=True, max_length=200),
+        Field(
+            "endpoint",
+            "base_url",
+            default="https://api.worker.helicone.ai",
+            aliases=("host",),
+            help="The logging host; self-hosted: your worker's URL.",
+        ),
+        Field(
+            "apiUrl",
+            "base_url",
+            default="https://api.helicone.ai",
+            help="Helicone's REST API (EU: https://eu.api.helicone.ai), used by the connection test.",
+        ),
+    )
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.config['apiKey']}"}
+
+    def export(self, traces: Sequence[TraceRecord]) -> None:
+        for record in traces:
+            response = self.send(
+                "POST",
+                f"{self.config['endpoint']}/custom/v1/log",
+                json=log_for(Call.of(record, self.target)),
+                headers=self.headers(),
+            )
+            error = _body_error(response.content)
+            if error is not None:
+                raise ExportError(
+                    f"{self.destination} answered 200 but did not store the log: {error}",
+                    permanent=False,
+                    status_code=response.status_code,
+                )
+
+    def check(self) -> CheckResult:
+        """A one-row request query on Helicone's REST API: the key, nothing written."""
+        return self.probe(
+            "POST",
+            f"{self.config['apiUrl']}/v1/request/query",
+            json={"filter": "all", "limit": 1, "offset": 0},
+            headers=self.headers(),
+            ok_message="Helicone accepted the API key.",
+        )
+
+
+def _body_error(content: bytes) -> str | None:
+    """Helicone's success body is the text ``ok``; a JSON object with ``error`` is a failure."""
+    text = content.strip()
+    if not text.startswith(b"{"):
+        return None
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(body, dict) and body.get("error"):
+        error = body["error"]
+        return error if isinstance(error, str) else to_json(error)[:300]
+    return None

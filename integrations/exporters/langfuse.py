@@ -1,0 +1,102 @@
+"""Langfuse: its OTLP endpoint ``{host}/api/public/otel/v1/traces`` (the legacy batch ingestion
+API is deprecated and gone from Langfuse v4), Basic auth with the project's key pair, and the
+``langfuse.*`` attributes Langfuse maps first (generation type, model, usage and cost details,
+level, trace tags/metadata/input/output, environment)."""
+
+from __future__ import annotations
+
+import base64
+import re
+from typing import Any, ClassVar
+
+from .base import CheckResult
+from .calls import Call, iso, to_json
+from .configs import Field
+from .otlp import OtlpExporter
+
+# Langfuse's environment rule: lowercase letters, digits, - and _, at most 40, not "langfuse…".
+_ENV_INVALID = re.compile(r"[^a-z0-9_-]+")
+
+
+def langfuse_environment(environment: str) -> str:
+    env = _ENV_INVALID.sub("-", environment.strip().lower()).strip("-")[:40]
+    return "" if env.startswith("langfuse") else env
+
+
+def _scalar(value: Any) -> Any:
+    return value if isinstance(value, (str, bool, int, float)) else to_json(value)
+
+
+def langfuse_attributes(call: Call) -> dict[str, Any]:
+    r = call.record
+    attrs: dict[str, Any] = {
+        "langfuse.observation.type": "embedding" if call.operation == "embeddings" else "generation",
+        "langfuse.observation.model.name": r.model,
+        "langfuse.observation.usage_details": to_json(
+            {"input": r.prompt_tokens, "output": r.completion_tokens, "total": r.total_tokens}
+        ),
+        "langfuse.observation.level": "ERROR" if r.is_error else "DEFAULT",
+        "langfuse.trace.name": r.service_name or call.name,
+    }
+    if call.parameters:
+        attrs["langfuse.observation.model.parameters"] = to_json(call.parameters)
+    if call.cost is not None:
+        attrs["langfuse.observation.cost_details"] = to_json({"total": call.cost})
+    if r.is_error:
+        attrs["langfuse.observation.status_message"] = f"{call.error_type}: {call.error_message}"
+    if r.input is not None:
+        attrs["langfuse.observation.input"] = to_json(r.input)
+        attrs["langfuse.trace.input"] = to_json(r.input)
+    if r.output is not None:
+        attrs["langfuse.observation.output"] = to_json(r.output)
+        attrs["langfuse.trace.output"] = to_json(r.output)
+    if call.first_token_at is not None:
+        # JSON-encoded like the Langfuse SDK sends it.
+        attrs["langfuse.observation.completion_start_time"] = to_json(iso(call.first_token_at))
+    if call.tags:
+        attrs["langfuse.trace.tags"] = list(call.tags)
+    for key, value in call.metadata.items():
+        attrs[f"langfuse.trace.metadata.{key}"] = _scalar(value)
+    attrs["langfuse.observation.metadata.tracerelay_trace_id"] = r.trace_id
+    attrs["langfuse.observation.metadata.provider"] = r.provider
+    if r.unpriced:
+        attrs["langfuse.observation.metadata.unpriced"] = True
+    env = langfuse_environment(r.environment)
+    if env:
+        attrs["langfuse.environment"] = env
+    return attrs
+
+
+class LangfuseExporter(OtlpExporter):
+    platform = "langfuse"
+    label = "Langfuse"
+    max_batch = 512
+    fields: ClassVar[tuple[Field, ...]] = (
+        Field("publicKey", required=True, max_length=200, help="pk-lf-…"),
+        Field("secretKey", required=True, secret=True, max_length=200, help="sk-lf-…"),
+        Field("host", "base_url", default="https://cloud.langfuse.com", aliases=("baseUrl",)),
+    )
+
+    def traces_url(self) -> str:
+        return f"{self.config['host']}/api/public/otel/v1/traces"
+
+    def auth_headers(self) -> dict[str, str]:
+        pair = f"{self.config['publicKey']}:{self.config['secretKey']}".encode()
+        return {
+            "Authorization": "Basic " + base64.b64encode(pair).decode(),
+            # Langfuse v4 / Cloud: real-time processing for direct OTLP exporters.
+            "x-langfuse-ingestion-version": "4",
+        }
+
+    def span_attributes(self, call: Call) -> dict[str, Any]:
+        return {**super().span_attributes(call), **langfuse_attributes(call)}
+
+    def check(self) -> CheckResult:
+        """``GET /api/public/projects`` answers with the key pair's project: auth without writing."""
+        result = self.probe(
+            "GET",
+            f"{self.config['host']}/api/public/projects",
+            headers=self.auth_headers(),
+            ok_message="Langfuse accepted the key pair.",
+        )
+        return result

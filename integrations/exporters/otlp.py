@@ -1,0 +1,140 @@
+"""Generic OTLP/HTTP exporter (any OpenTelemetry Collector or OTLP backend), and the base of the
+OTLP-family exporters (Phoenix, MLflow, Langfuse, Weave), which override the hooks:
+`traces_url`, `auth_headers`, `resource_attributes`, `span_attributes`.
+
+Protobuf (``application/x-protobuf``) is the one encoding: every backend we target accepts it,
+and Phoenix and Weave accept nothing else. gzip unless the config says ``compression: none``.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Sequence
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+import httpx
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from traces.records import TraceRecord
+
+from . import otlp_encoding
+from .base import CheckResult, ExportError
+from .calls import Call
+from .configs import Field
+from .transport import HttpExporter
+
+PROTOBUF = "application/x-protobuf"
+GZIP_LEVEL = 5  # most of level 9's ratio at a fraction of its CPU
+
+
+class OtlpExporter(HttpExporter):
+    platform = "otlp"
+    label = "OTLP endpoint"
+    max_batch = 512  # the OTel SDK's default export batch
+    fields: ClassVar[tuple[Field, ...]] = (
+        Field(
+            "endpoint",
+            "url",
+            required=True,
+            aliases=("url",),
+            help="The traces URL, e.g. http://collector:4318/v1/traces. A URL with no path gets /v1/traces.",
+        ),
+        Field("headers", "headers", default=dict, help="Extra headers, e.g. an Authorization or API key header."),
+        Field("compression", "choice", default="gzip", choices=("gzip", "none")),
+    )
+
+    # --- hooks -----------------------------------------------------------------------------
+    def traces_url(self) -> str:
+        endpoint = str(self.config["endpoint"])
+        if urlsplit(endpoint).path in ("", "/"):
+            return endpoint.rstrip("/") + "/v1/traces"
+        return endpoint
+
+    def auth_headers(self) -> dict[str, str]:
+        return {}
+
+    def resource_attributes(self, call: Call) -> dict[str, Any]:
+        return otlp_encoding.default_resource_attributes(call)
+
+    def span_attributes(self, call: Call) -> dict[str, Any]:
+        return otlp_encoding.default_span_attributes(call)
+
+    # --- sending ---------------------------------------------------------------------------
+    def headers(self) -> dict[str, str]:
+        return {**dict(self.config.get("headers") or {}), **self.auth_headers()}
+
+    def encode(self, traces: Sequence[TraceRecord]) -> ExportTraceServiceRequest:
+        calls = [Call.of(record, self.target) for record in traces]
+        return otlp_encoding.encode(
+            calls, resource_attributes=self.resource_attributes, span_attributes=self.span_attributes
+        )
+
+    def post_request(self, request: ExportTraceServiceRequest) -> httpx.Response:
+        body = request.SerializeToString()
+        headers = {"Content-Type": PROTOBUF, **self.headers()}
+        if self.config.get("compression", "gzip") == "gzip":
+            body = gzip.compress(body, compresslevel=GZIP_LEVEL)
+            headers["Content-Encoding"] = "gzip"
+        return self.send("POST", self.traces_url(), content=body, headers=headers)
+
+    def export(self, traces: Sequence[TraceRecord]) -> None:
+        if not traces:
+            return
+        request = self.encode(traces)
+        response = self.post_request(request)
+        self.raise_for_partial_success(response, len(traces))
+
+    def raise_for_partial_success(self, response: httpx.Response, sent: int) -> None:
+        """OTLP's partial success: HTTP 200 that names rejected spans. Retrying cannot help (the
+        spec says not to), so it is permanent, and visible rather than silently lost."""
+        rejected, message = _partial_success(response)
+        if rejected:
+            raise ExportError(
+                f"{self.destination} rejected {rejected} of {sent} spans" + (f": {message}" if message else ""),
+                permanent=True,
+                status_code=response.status_code,
+            )
+
+    def check(self) -> CheckResult:
+        """An empty export request: collectors answer 200 without storing anything."""
+        headers = {"Content-Type": PROTOBUF, **self.headers()}
+        return self.probe(
+            "POST",
+            self.traces_url(),
+            content=ExportTraceServiceRequest().SerializeToString(),
+            headers=headers,
+            ok_message="The OTLP endpoint accepted an empty export request.",
+        )
+
+
+def _partial_success(response: httpx.Response) -> tuple[int, str]:
+    content_type = response.headers.get("content-type", "")
+    if not response.content:
+        return 0, ""
+    if "json" in content_type:
+        try:
+            body = response.json()
+        except ValueError:
+            return 0, ""
+        partial = (body.get("partialSuccess") or body.get("partial_success")) if isinstance(body, dict) else None
+        if not isinstance(partial, dict):
+            return 0, ""
+        rejected = partial.get("rejectedSpans", partial.get("rejected_spans", 0))
+        message = partial.get("errorMessage", partial.get("error_message", ""))
+        try:
+            return int(rejected or 0), str(message or "")
+        except (TypeError, ValueError):
+            return 0, ""
+    if "protobuf" in content_type:
+        parsed = ExportTraceServiceResponse()
+        try:
+            parsed.ParseFromString(response.content)
+        except DecodeError:
+            return 0, ""
+        return int(parsed.partial_success.rejected_spans), parsed.partial_success.error_message
+    return 0, ""

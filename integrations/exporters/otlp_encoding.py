@@ -1,0 +1,231 @@
+"""The one OTLP encoder shared by the OpenTelemetry-family exporters (generic OTLP, Phoenix,
+MLflow, Langfuse, Weave).
+
+Each trace becomes one CLIENT span named ``{operation} {model}`` carrying the OpenTelemetry
+GenAI semantic conventions (``gen_ai.*``, the last in-repo version of the registry, with the
+deprecated ``gen_ai.system`` beside ``gen_ai.provider.name`` for older consumers) plus our own
+``tracerelay.*`` attributes. A platform adds its own attributes through two hooks: resource
+attributes (e.g. Phoenix's project) and span attributes (OpenInference, ``langfuse.*``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
+
+from .calls import Call, Message, genai_provider, to_json
+
+SCOPE_NAME = "tracerelay"
+SCOPE_VERSION = "1.0.0"
+SPAN_KIND_CLIENT = 3
+FLAG_SAMPLED = 0x01
+
+Attributes = dict[str, Any]
+AttributeHook = Callable[[Call], Attributes]
+
+
+def any_value(value: Any) -> AnyValue:
+    """A Python value → OTLP AnyValue. Lists of scalars stay arrays; dicts and odd lists become
+    JSON strings (most backends read JSON-string attributes, few read kvlists)."""
+    if isinstance(value, bool):
+        return AnyValue(bool_value=value)
+    if isinstance(value, int):
+        if -(2**63) <= value < 2**63:
+            return AnyValue(int_value=value)
+        return AnyValue(string_value=str(value))
+    if isinstance(value, float):
+        return AnyValue(double_value=value)
+    if isinstance(value, str):
+        return AnyValue(string_value=value)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, bool, int, float)) for v in value):
+        return AnyValue(array_value=ArrayValue(values=[any_value(v) for v in value]))
+    return AnyValue(string_value=to_json(value))
+
+
+def key_values(attributes: Mapping[str, Any]) -> list[KeyValue]:
+    return [KeyValue(key=k, value=any_value(v)) for k, v in attributes.items() if v is not None and v != ""]
+
+
+def _semconv_message(message: Message) -> dict[str, Any]:
+    """A message in the GenAI JSON schema: ``{role, parts:[{type, content}|tool_call], finish_reason?}``."""
+    parts: list[dict[str, Any]] = []
+    if message.role == "tool":
+        parts.append({"type": "tool_call_response", "id": message.tool_call_id, "response": message.content})
+    elif message.content:
+        parts.append({"type": "text", "content": message.content})
+    for call in message.tool_calls:
+        parts.append({"type": "tool_call", "id": call.id, "name": call.name, "arguments": call.arguments})
+    out: dict[str, Any] = {"role": message.role, "parts": parts}
+    return out
+
+
+def genai_input_messages(call: Call) -> str | None:
+    return to_json([_semconv_message(m) for m in call.inputs]) if call.inputs else None
+
+
+def genai_output_messages(call: Call) -> str | None:
+    if not call.outputs:
+        return None
+    messages = []
+    for m in call.outputs:
+        item = _semconv_message(m)
+        item["finish_reason"] = _finish_reason(m.finish_reason, call)
+        messages.append(item)
+    return to_json(messages)
+
+
+def _finish_reason(reason: str, call: Call) -> str:
+    """Provider reasons → the semconv enum (stop, length, content_filter, tool_call, error)."""
+    mapped = {
+        "stop": "stop",
+        "end_turn": "stop",
+        "stop_sequence": "stop",
+        "length": "length",
+        "max_tokens": "length",
+        "content_filter": "content_filter",
+        "tool_calls": "tool_call",
+        "tool_use": "tool_call",
+        "function_call": "tool_call",
+    }.get(reason)
+    if mapped:
+        return mapped
+    return "error" if call.record.is_error else "stop"
+
+
+def genai_attributes(call: Call) -> Attributes:
+    """The OpenTelemetry GenAI semantic-convention attributes of one inference span."""
+    r = call.record
+    provider = genai_provider(r.provider)
+    attrs: Attributes = {
+        "gen_ai.operation.name": call.operation,
+        "gen_ai.provider.name": provider,
+        "gen_ai.system": provider,  # deprecated in semconv 1.37; older consumers still read it
+        "gen_ai.request.model": r.model,
+        "gen_ai.response.model": r.model,
+        "gen_ai.usage.input_tokens": r.prompt_tokens,
+        "gen_ai.usage.output_tokens": r.completion_tokens,
+    }
+    for key in ("temperature", "top_p", "top_k", "frequency_penalty", "presence_penalty", "seed"):
+        value = call.parameters.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            attrs[f"gen_ai.request.{key}"] = value
+    max_tokens = call.parameters.get("max_tokens", call.parameters.get("max_completion_tokens"))
+    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
+        attrs["gen_ai.request.max_tokens"] = max_tokens
+    stop = call.parameters.get("stop")
+    if isinstance(stop, str):
+        attrs["gen_ai.request.stop_sequences"] = [stop]
+    elif isinstance(stop, list) and all(isinstance(s, str) for s in stop):
+        attrs["gen_ai.request.stop_sequences"] = stop
+    if call.parameters.get("stream") is True:
+        attrs["gen_ai.request.stream"] = True
+    if call.finish_reasons:
+        attrs["gen_ai.response.finish_reasons"] = [_finish_reason(f, call) for f in call.finish_reasons]
+    if r.time_to_first_token_ms is not None:
+        attrs["gen_ai.response.time_to_first_chunk"] = r.time_to_first_token_ms / 1000
+    if r.session_id:
+        attrs["gen_ai.conversation.id"] = r.session_id
+        attrs["session.id"] = r.session_id
+    if r.user_id:
+        attrs["user.id"] = r.user_id
+    if call.error_type:
+        attrs["error.type"] = call.error_type
+    attrs["gen_ai.input.messages"] = genai_input_messages(call)
+    attrs["gen_ai.output.messages"] = genai_output_messages(call)
+    return attrs
+
+
+def tracerelay_attributes(call: Call) -> Attributes:
+    """Our own attributes: the public trace id, cost (GenAI semconv has no cost key), tags,
+    metadata (after the integration's mapping, one attribute per key) and pricing flags."""
+    r = call.record
+    attrs: Attributes = {
+        "tracerelay.trace_id": r.trace_id,
+        "tracerelay.status": r.status,
+        "tracerelay.usage.total_tokens": r.total_tokens,
+        "tracerelay.latency_ms": r.latency_ms,
+        "tracerelay.source": r.source,
+    }
+    if call.cost is not None:
+        attrs["tracerelay.cost_usd"] = call.cost
+        attrs["gen_ai.usage.cost"] = call.cost  # not semconv; Langfuse and others read it
+    if r.unpriced:
+        attrs["tracerelay.unpriced"] = True
+    if r.usage_estimated:
+        attrs["tracerelay.usage_estimated"] = True
+    if call.tags:
+        attrs["tracerelay.tags"] = list(call.tags)
+    for key, value in call.metadata.items():
+        attrs[f"tracerelay.metadata.{key}"] = value if isinstance(value, (str, bool, int, float)) else to_json(value)
+    return attrs
+
+
+def default_resource_attributes(call: Call) -> Attributes:
+    r = call.record
+    attrs: Attributes = {
+        "service.name": r.service_name or "tracerelay",
+        "telemetry.sdk.name": "tracerelay",
+        "telemetry.sdk.language": "python",
+    }
+    if r.environment:
+        attrs["deployment.environment.name"] = r.environment
+        attrs["deployment.environment"] = r.environment  # pre-1.27 name, still widely read
+    return attrs
+
+
+def default_span_attributes(call: Call) -> Attributes:
+    return {**genai_attributes(call), **tracerelay_attributes(call)}
+
+
+def build_span(call: Call, attributes: Attributes) -> Span:
+    r = call.record
+    span = Span(
+        trace_id=call.otel_trace_id,
+        span_id=call.otel_span_id,
+        flags=FLAG_SAMPLED,
+        name=call.name,
+        kind=SPAN_KIND_CLIENT,
+        start_time_unix_nano=call.start_ns(),
+        end_time_unix_nano=call.end_ns(),
+        attributes=key_values(attributes),
+    )
+    if r.is_error:
+        span.status.CopyFrom(Status(code=Status.STATUS_CODE_ERROR, message=call.error_message))
+        # Recording Errors convention: an exception event with type and message.
+        event = span.events.add()
+        event.name = "exception"
+        event.time_unix_nano = call.end_ns()
+        event.attributes.extend(
+            key_values({"exception.type": call.error_type, "exception.message": call.error_message})
+        )
+    else:
+        span.status.CopyFrom(Status(code=Status.STATUS_CODE_OK))
+    return span
+
+
+def encode(
+    calls: Sequence[Call],
+    *,
+    resource_attributes: AttributeHook = default_resource_attributes,
+    span_attributes: AttributeHook = default_span_attributes,
+) -> ExportTraceServiceRequest:
+    """Calls → one `ExportTraceServiceRequest`, spans grouped by identical resource attributes."""
+    request = ExportTraceServiceRequest()
+    groups: dict[str, ScopeSpans] = {}
+    for call in calls:
+        resource = resource_attributes(call)
+        key = to_json(sorted(resource.items()))
+        scope_spans = groups.get(key)
+        if scope_spans is None:
+            resource_spans: ResourceSpans = request.resource_spans.add()
+            resource_spans.resource.CopyFrom(Resource(attributes=key_values(resource)))
+            scope_spans = resource_spans.scope_spans.add()
+            scope_spans.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME, version=SCOPE_VERSION))
+            groups[key] = scope_spans
+        scope_spans.spans.append(build_span(call, span_attributes(call)))
+    return request

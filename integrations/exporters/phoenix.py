@@ -1,0 +1,123 @@
+"""Arize Phoenix: OTLP/HTTP protobuf (Phoenix takes no other encoding) to ``{host}/v1/traces``,
+with OpenInference attributes (what Phoenix's UI reads) beside the GenAI ones. The project is
+the resource attribute ``openinference.project.name``."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from .base import CheckResult
+from .calls import Call, Message, to_json
+from .configs import Field
+from .otlp import OtlpExporter
+
+# Our provider → OpenInference `llm.provider` / `llm.system` values.
+OPENINFERENCE_PROVIDERS = {
+    "openai": ("openai", "openai"),
+    "anthropic": ("anthropic", "anthropic"),
+    "azure": ("azure", "openai"),
+    "azure_openai": ("azure", "openai"),
+    "google": ("google", "vertexai"),
+    "gemini": ("google", "vertexai"),
+    "vertex": ("google", "vertexai"),
+    "bedrock": ("aws", ""),
+    "aws": ("aws", ""),
+    "mistral": ("mistralai", "mistralai"),
+    "mistralai": ("mistralai", "mistralai"),
+    "cohere": ("cohere", "cohere"),
+    "xai": ("xai", "xai"),
+    "deepseek": ("deepseek", "deepseek"),
+    "groq": ("groq", ""),
+}
+
+
+def _message_attributes(prefix: str, messages: list[Message]) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    for i, m in enumerate(messages):
+        base = f"{prefix}.{i}.message"
+        attrs[f"{base}.role"] = m.role
+        if m.content:
+            attrs[f"{base}.content"] = m.content
+        if m.tool_call_id:
+            attrs[f"{base}.tool_call_id"] = m.tool_call_id
+        for j, call in enumerate(m.tool_calls):
+            attrs[f"{base}.tool_calls.{j}.tool_call.id"] = call.id
+            attrs[f"{base}.tool_calls.{j}.tool_call.function.name"] = call.name
+            attrs[f"{base}.tool_calls.{j}.tool_call.function.arguments"] = call.arguments
+    return attrs
+
+
+def _io(value: Any) -> tuple[str, str]:
+    if isinstance(value, str):
+        return value, "text/plain"
+    return to_json(value), "application/json"
+
+
+def openinference_attributes(call: Call) -> dict[str, Any]:
+    r = call.record
+    provider, system = OPENINFERENCE_PROVIDERS.get(r.provider.lower(), (r.provider.lower(), ""))
+    attrs: dict[str, Any] = {
+        "openinference.span.kind": "EMBEDDING" if call.operation == "embeddings" else "LLM",
+        "llm.model_name": r.model,
+        "llm.provider": provider,
+        "llm.system": system,
+        "llm.token_count.prompt": r.prompt_tokens,
+        "llm.token_count.completion": r.completion_tokens,
+        "llm.token_count.total": r.total_tokens,
+    }
+    if call.cost is not None:
+        attrs["llm.cost.total"] = call.cost
+    if call.parameters:
+        attrs["llm.invocation_parameters"] = to_json(call.parameters)
+    if call.finish_reasons:
+        attrs["llm.finish_reason"] = call.finish_reasons[0]
+    attrs.update(_message_attributes("llm.input_messages", call.inputs))
+    attrs.update(_message_attributes("llm.output_messages", call.outputs))
+    if r.input is not None:
+        attrs["input.value"], attrs["input.mime_type"] = _io(r.input)
+    if r.output is not None:
+        attrs["output.value"], attrs["output.mime_type"] = _io(r.output)
+    if r.session_id:
+        attrs["session.id"] = r.session_id
+    if r.user_id:
+        attrs["user.id"] = r.user_id
+    if call.metadata:
+        attrs["metadata"] = to_json(call.metadata)
+    if call.tags:
+        attrs["tag.tags"] = list(call.tags)
+    return attrs
+
+
+class PhoenixExporter(OtlpExporter):
+    platform = "phoenix"
+    label = "Phoenix"
+    fields: ClassVar[tuple[Field, ...]] = (
+        Field("host", "base_url", required=True, help="Phoenix base URL, e.g. http://phoenix:6006."),
+        Field("projectName", default="default", aliases=("projectId", "project"), max_length=200),
+        Field("apiKey", secret=True, help="Only when Phoenix runs with auth enabled (sent as a Bearer token)."),
+        Field("headers", "headers", default=dict),
+        Field("compression", "choice", default="gzip", choices=("gzip", "none")),
+    )
+
+    def traces_url(self) -> str:
+        return f"{self.config['host']}/v1/traces"
+
+    def auth_headers(self) -> dict[str, str]:
+        key = self.config.get("apiKey")
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def resource_attributes(self, call: Call) -> dict[str, Any]:
+        return {**super().resource_attributes(call), "openinference.project.name": self.config["projectName"]}
+
+    def span_attributes(self, call: Call) -> dict[str, Any]:
+        return {**super().span_attributes(call), **openinference_attributes(call)}
+
+    def check(self) -> CheckResult:
+        """Phoenix's REST project list: reachability and, with auth on, the key."""
+        return self.probe(
+            "GET",
+            f"{self.config['host']}/v1/projects",
+            params={"limit": 1},
+            headers=self.headers(),
+            ok_message="Phoenix answered and accepted the credentials.",
+        )

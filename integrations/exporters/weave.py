@@ -1,0 +1,90 @@
+"""W&B Weave: OTLP/HTTP protobuf (Weave accepts nothing else) to ``{host}/otel/v1/traces``
+(Traces view) or ``{host}/agents/otel/v1/traces`` (Agents view), Basic auth ``api:<key>`` with
+the ``project_id: <entity>/<project>`` header; the same routing also as the resource attributes
+``wandb.entity`` / ``wandb.project``. Sessions become Weave threads (``wandb.thread_id``)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from .base import CheckResult, ConfigError
+from .calls import Call, to_json
+from .configs import Field
+from .otlp import OtlpExporter
+
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}"
+
+
+class WeaveExporter(OtlpExporter):
+    platform = "weave"
+    label = "W&B Weave"
+    fields: ClassVar[tuple[Field, ...]] = (
+        Field("apiKey", required=True, secret=True, max_length=200),
+        Field("entity", pattern=NAME_PATTERN, pattern_hint="must be a W&B team or user name"),
+        Field("project", pattern=NAME_PATTERN, pattern_hint="must be a W&B project name"),
+        Field(
+            "projectId",
+            pattern=rf"{NAME_PATTERN}/{NAME_PATTERN}",
+            pattern_hint="must be <entity>/<project>",
+            help="Alternative to entity + project.",
+        ),
+        Field("host", "base_url", default="https://trace.wandb.ai", help="Self-managed: https://<you>.wandb.io/traces"),
+        Field("view", "choice", default="traces", choices=("traces", "agents")),
+    )
+
+    @classmethod
+    def validate_config(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+        cleaned = super().validate_config(config)
+        project_id = cleaned.pop("projectId", None)
+        if project_id:
+            entity, project = project_id.split("/", 1)
+            if cleaned.get("entity", entity) != entity or cleaned.get("project", project) != project:
+                raise ConfigError({"projectId": ["disagrees with entity/project; give one or the other"]})
+            cleaned["entity"], cleaned["project"] = entity, project
+        missing = {name: ["This field is required."] for name in ("entity", "project") if not cleaned.get(name)}
+        if missing:
+            raise ConfigError({**missing, "projectId": ["or give projectId as <entity>/<project>"]})
+        return cleaned
+
+    @property
+    def project_id(self) -> str:
+        return f"{self.config['entity']}/{self.config['project']}"
+
+    def traces_url(self) -> str:
+        path = "/agents/otel/v1/traces" if self.config.get("view") == "agents" else "/otel/v1/traces"
+        return f"{self.config['host']}{path}"
+
+    def auth_headers(self) -> dict[str, str]:
+        token = base64.b64encode(f"api:{self.config['apiKey']}".encode()).decode()
+        return {"Authorization": f"Basic {token}", "project_id": self.project_id}
+
+    def resource_attributes(self, call: Call) -> dict[str, Any]:
+        return {
+            **super().resource_attributes(call),
+            "wandb.entity": self.config["entity"],
+            "wandb.project": self.config["project"],
+        }
+
+    def span_attributes(self, call: Call) -> dict[str, Any]:
+        r = call.record
+        attrs = {**super().span_attributes(call), "wandb.display_name": call.name}
+        if r.session_id:
+            attrs["wandb.thread_id"] = r.session_id
+            attrs["wandb.is_turn"] = True
+        if r.input is not None:
+            attrs["input.value"] = to_json(r.input)
+        if r.output is not None:
+            attrs["output.value"] = to_json(r.output)
+        return attrs
+
+    def check(self) -> CheckResult:
+        """A one-row stats query on the project: the key and the project access, nothing written."""
+        return self.probe(
+            "POST",
+            f"{self.config['host']}/calls/query_stats",
+            json={"project_id": self.project_id, "limit": 1},
+            headers={"Authorization": self.auth_headers()["Authorization"]},
+            ok_message=f"Weave accepted the key for {self.project_id}.",
+        )

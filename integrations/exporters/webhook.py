@@ -1,0 +1,144 @@
+"""Webhook: our own JSON (docs/destinations/webhook.md), POSTed to the configured URL with the
+custom headers, signed Stripe-style when a signing secret is set:
+
+    X-Tracerelay-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>
+
+A batch carries a stable id (``X-Tracerelay-Delivery`` / ``Idempotency-Key`` and the body's
+``id``): a retry of the same traces carries the same id, and every trace keeps its own id, so a
+receiver can drop duplicates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from traces.records import TraceRecord
+
+from . import ids
+from .base import CheckResult
+from .calls import Call, iso, to_json
+from .configs import Field
+from .transport import HttpExporter
+
+PAYLOAD_VERSION = 1
+SIGNATURE_HEADER = "X-Tracerelay-Signature"
+DEFAULT_TOLERANCE_S = 300
+
+
+def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
+    """The signature header value for ``body``."""
+    t = int(time.time()) if timestamp is None else timestamp
+    digest = hmac.new(secret.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={t},v1={digest}"
+
+
+def verify_signature(
+    secret: str, header: str, body: bytes, *, tolerance_s: int = DEFAULT_TOLERANCE_S, now: float | None = None
+) -> bool:
+    """What a receiver does: recompute the HMAC over ``<t>.<body>``, compare in constant time,
+    and refuse timestamps further than ``tolerance_s`` from now (replayed requests)."""
+    try:
+        parts = dict(item.split("=", 1) for item in header.split(","))
+        t = int(parts["t"])
+    except (ValueError, KeyError):
+        return False
+    if abs((time.time() if now is None else now) - t) > tolerance_s:
+        return False
+    expected = hmac.new(secret.encode(), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
+    candidates = [v for k, v in (item.split("=", 1) for item in header.split(",")) if k == "v1"]
+    return any(hmac.compare_digest(expected, c) for c in candidates)
+
+
+def trace_payload(call: Call) -> dict[str, Any]:
+    r = call.record
+    return {
+        "id": r.trace_id,
+        "timestamp": iso(call.start),
+        "end_time": iso(call.end),
+        "model": r.model,
+        "provider": r.provider,
+        "status": r.status,
+        "error": {"type": call.error_type, "message": call.error_message} if r.is_error else None,
+        "prompt_tokens": r.prompt_tokens,
+        "completion_tokens": r.completion_tokens,
+        "total_tokens": r.total_tokens,
+        "cost": call.cost,
+        "cost_currency": "USD",
+        "unpriced": r.unpriced,
+        "usage_estimated": r.usage_estimated,
+        "latency_ms": r.latency_ms,
+        "time_to_first_token_ms": r.time_to_first_token_ms,
+        "input": r.input,
+        "output": r.output,
+        "tags": list(call.tags),
+        "metadata": call.metadata,
+        "environment": r.environment,
+        "service_name": r.service_name,
+        "session_id": r.session_id,
+        "user_id": r.user_id,
+        "source": r.source,
+    }
+
+
+class WebhookExporter(HttpExporter):
+    platform = "webhook"
+    label = "Webhook"
+    max_batch = 100
+    fields: ClassVar[tuple[Field, ...]] = (
+        Field("url", "url", required=True, max_length=2000),
+        Field("headers", "headers", default=dict),
+        Field(
+            "secret",
+            secret=True,
+            aliases=("signingSecret",),
+            pattern=r"[\x21-\x7e]{16,200}",
+            pattern_hint="must be 16 to 200 printable characters without spaces",
+            help="Signs every request (X-Tracerelay-Signature).",
+        ),
+    )
+
+    def _signed(self, payload: Mapping[str, Any], event: str, delivery_id: str) -> tuple[bytes, dict[str, str]]:
+        body = to_json(payload).encode()
+        headers = {
+            **dict(self.config.get("headers") or {}),
+            "Content-Type": "application/json",
+            "X-Tracerelay-Event": event,
+            "X-Tracerelay-Delivery": delivery_id,
+            "Idempotency-Key": delivery_id,
+        }
+        if self.config.get("secret"):
+            headers[SIGNATURE_HEADER] = sign(str(self.config["secret"]), body)
+        return body, headers
+
+    def export(self, traces: Sequence[TraceRecord]) -> None:
+        if not traces:
+            return
+        calls = [Call.of(record, self.target) for record in traces]
+        delivery_id = ids.batch_key(traces[0].team_id, [r.trace_id for r in traces])
+        payload = {
+            "type": "traces",
+            "version": PAYLOAD_VERSION,
+            "id": delivery_id,
+            "destination": self.target.name,
+            "traces": [trace_payload(c) for c in calls],
+        }
+        body, headers = self._signed(payload, "traces", delivery_id)
+        self.send("POST", str(self.config["url"]), content=body, headers=headers)
+
+    def check(self) -> CheckResult:
+        """A signed ``ping`` event; any 2xx passes."""
+        delivery_id = uuid.uuid4().hex
+        ping = {"type": "ping", "version": PAYLOAD_VERSION, "id": delivery_id, "destination": self.target.name}
+        body, headers = self._signed(ping, "ping", delivery_id)
+        return self.probe(
+            "POST",
+            str(self.config["url"]),
+            content=body,
+            headers=headers,
+            ok_message="The webhook accepted a signed ping.",
+        )
