@@ -17,7 +17,7 @@ ENV_PREFIXES = {"production": "prod", "development": "dev", "ci": "ci"}
 PREFIX_ENVS = {v: k for k, v in ENV_PREFIXES.items()}
 SECRET_LENGTH = 30
 CHECKSUM_LENGTH = 6
-KEY_RE = re.compile(r"^tr_(prod|dev|ci)_([0-9A-Za-z]{%d})$" % (SECRET_LENGTH + CHECKSUM_LENGTH))
+KEY_RE = re.compile(rf"^tr_(prod|dev|ci)_([0-9A-Za-z]{{{SECRET_LENGTH + CHECKSUM_LENGTH}}})$")
 DISPLAY_PREFIX_CHARS = 6  # characters of the secret kept in clear so people can tell keys apart
 
 
@@ -40,7 +40,7 @@ def generate(environment: str) -> str:
 
 def parse(raw: str) -> str | None:
     """The key's environment when ``raw`` is well-formed with a valid checksum, else None."""
-    match = KEY_RE.match(raw)
+    match = KEY_RE.fullmatch(raw)
     if not match:
         return None
     tail = match.group(2)

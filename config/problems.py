@@ -10,7 +10,6 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse
-from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
@@ -217,31 +216,6 @@ _PROBLEM_DESCRIPTIONS = {
     "429": "Rate limited: retry after `Retry-After` seconds.",
     "500": "An internal error (logged). Never the result of bad input.",
 }
-
-
-class ProblemAutoSchema(AutoSchema):
-    """drf-spectacular's AutoSchema, declaring the problem+json responses each operation can give
-    (401/403 for key-protected operations, 400/413/415 for bodies, 404 for paths with ids)."""
-
-    def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
-        responses = super()._get_response_bodies(direction)
-        codes: list[str] = []
-        if self.get_auth():
-            codes += ["401", "403"]
-        if self.method in ("POST", "PUT", "PATCH"):
-            codes += ["400", "413", "415"]
-        if "{" in self.path:
-            codes.append("404")
-        codes.append("500")
-        for code in codes:
-            if code not in responses:
-                responses[code] = self._get_response_for_code(
-                    OpenApiResponse(ProblemSerializer, description=_PROBLEM_DESCRIPTIONS[code]),
-                    code,
-                    (PROBLEM_CONTENT_TYPE,),
-                    direction,
-                )
-        return responses
 
 
 def problem_responses(*codes: int) -> dict[tuple[int, str], OpenApiResponse]:

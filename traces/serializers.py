@@ -185,7 +185,7 @@ class TraceFullSerializer(TraceSerializer):
     routing = DecisionSerializer(many=True, help_text="Every routing decision, sampled-out ones included.")
 
 
-class DeliverySerializer(serializers.Serializer):
+class TraceDeliverySerializer(serializers.Serializer):
     destination = serializers.CharField()
     rule = serializers.CharField()
     status = serializers.ChoiceField(choices=["pending", "sending", "delivered", "failed", "dead"])
@@ -198,7 +198,7 @@ class DeliverySerializer(serializers.Serializer):
 
 
 class TraceDetailSerializer(TraceFullSerializer):
-    deliveries = DeliverySerializer(many=True, help_text="Delivery status per destination.")
+    deliveries = TraceDeliverySerializer(many=True, help_text="Delivery status per destination.")
 
 
 class TracePageSerializer(serializers.Serializer):

@@ -103,7 +103,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.HasApiKey"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "config.problems.ProblemAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.openapi.ProblemAutoSchema",
     "EXCEPTION_HANDLER": "config.problems.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
@@ -116,6 +116,13 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_AUTHENTICATION": [],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "ENUM_NAME_OVERRIDES": {
+        "TraceStatusEnum": "traces.models.Status",
+        "TraceSourceEnum": "traces.models.Source",
+    },
+    "TAGS": [
+        {"name": "Trace Management", "description": "Send traces, read the feed and single traces; sample plants."},
+    ],
 }
 
 # Trace limits (DESIGN.md, Trace).
