@@ -155,10 +155,11 @@ class CircuitBreaker:
         try:
             failures = cache.incr(self.fails_key)
         except ValueError:
-            cache.add(self.fails_key, 0, timeout=24 * 3600)
+            cache.add(self.fails_key, 0, timeout=3600)
             failures = cache.incr(self.fails_key)
         if probe or failures >= self.threshold:
-            cache.set(self.open_key, time.time() + self.cooldown_s, timeout=int(self.cooldown_s) + 24 * 3600)
+            # The key outlives the cool-down so the half-open state (and its probe) can be seen.
+            cache.set(self.open_key, time.time() + self.cooldown_s, timeout=int(self.cooldown_s) + 600)
             cache.delete(self.probe_key)
 
     def is_open(self) -> bool:
