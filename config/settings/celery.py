@@ -8,13 +8,14 @@ if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
 else:
     _queue_dir = DATA_DIR / "broker"
-    for sub in ("out", "processed"):
+    for sub in ("out", "processed", "control"):
         (_queue_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue_dir / "out"),
         "data_folder_out": str(_queue_dir / "out"),
         "processed_folder": str(_queue_dir / "processed"),
+        "control_folder": str(_queue_dir / "control"),  # else kombu writes ./control in the working directory
         "store_processed": False,
     }
 
