@@ -12,6 +12,7 @@ handler500 = "config.problems.handler500"
 api_v1 = [
     path("", include("traces.urls")),
     path("", include("routing.delivery_urls")),
+    path("routing/", include("routing.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),

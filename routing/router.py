@@ -37,22 +37,16 @@ def always(_: Mapping[str, Any]) -> bool:
 @dataclass(frozen=True, slots=True)
 class DestinationSpec:
     """Where a rule sends traces: an integration named by name or platform, with its own options.
-
-    ``platform`` is set for an ad-hoc destination whose ``name`` is not an integration (a named
-    webhook with its own ``url``); otherwise ``name`` is an integration's name or platform.
-    """
+    ``webhook`` with a ``url`` and no webhook integration is an ad-hoc webhook."""
 
     name: str
     sample_rate: float = 1.0
     tags: tuple[str, ...] = ()
     url: str | None = None
     fallback: tuple[DestinationSpec, ...] = ()
-    platform: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "sample_rate": self.sample_rate, "tags": list(self.tags)}
-        if self.platform:
-            out["platform"] = self.platform
         if self.url:
             out["url"] = self.url
         out["fallback"] = [f.as_dict() for f in self.fallback]
@@ -66,7 +60,6 @@ class DestinationSpec:
             tags=tuple(data.get("tags") or ()),
             url=data.get("url") or None,
             fallback=tuple(cls.from_dict(f) for f in data.get("fallback") or ()),
-            platform=data.get("platform") or None,
         )
 
 

@@ -91,7 +91,6 @@ def destination_spec(data: Mapping[str, Any], rule_tags: Sequence[str] = ()) -> 
         tags=_merged_tags(rule_tags, spec.tags),
         url=spec.url,
         fallback=tuple(destination_spec(f, rule_tags) for f in data.get("fallback") or ()),
-        platform=spec.platform,
     )
 
 

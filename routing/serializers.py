@@ -1,0 +1,607 @@
+"""What the routing API receives and sends.
+
+Input validation is strict and all-or-nothing: every problem in a rule set is reported at once,
+keyed by its path (``rules[2].condition``, ``rules[0].destinations[1].fallback[0].name``), and
+nothing is stored unless everything is valid. Numbers must be JSON numbers and booleans JSON
+booleans; unknown fields are refused (a typo such as ``sample-rate`` would otherwise be a rule that
+silently samples nothing). The output-only fields a GET returns (``version``, ``created_at`` …)
+may be sent back unchanged.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from integrations.models import Integration, Platform
+from integrations.registry import canonical_platform
+from integrations.urlguard import UnsafeDestination, check_url
+from traces.serializers import TraceInSerializer
+
+from .conditions import ConditionError, compile_condition
+
+MAX_RULES = 200
+MAX_DESTINATIONS = 20
+MAX_FALLBACKS = 5
+MAX_FALLBACK_DEPTH = 3
+MAX_TAGS = 50
+MAX_TAG_LENGTH = 200
+MAX_SAMPLING_RULES = 100
+MAX_TEST_TRACES = 100
+PRIORITY_RANGE = 1_000_000
+WEBHOOK_NAMES = ("webhook", "custom-webhook")
+DESTINATION_KEYS = frozenset({"name", "platform", "sample_rate", "tags", "url", "fallback"})
+RULE_OUTPUT_ONLY = frozenset({"created_at", "updated_at"})
+SET_OUTPUT_ONLY = frozenset({"version", "updated_at", "updated_by"})
+
+# ---------------------------------------------------------------------------------------------
+# Strict JSON fields: DRF would read "0.5" as a number and "yes" as true.
+
+
+class StrictFloatField(serializers.FloatField):
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data: Any) -> bool:
+        if not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return data
+
+
+class StrictCharField(serializers.CharField):
+    default_error_messages = {"not_a_string": "Must be a string."}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        return super().to_internal_value(data)
+
+
+def _tags_field(help_text: str) -> serializers.ListField:
+    return serializers.ListField(
+        child=StrictCharField(max_length=MAX_TAG_LENGTH), max_length=MAX_TAGS, default=list, help_text=help_text
+    )
+
+
+def _sample_rate_field(help_text: str, **kwargs: Any) -> StrictFloatField:
+    return StrictFloatField(min_value=0.0, max_value=1.0, help_text=help_text, **kwargs)
+
+
+CONDITION_SCHEMA = {
+    "oneOf": [
+        {"type": "string", "description": 'A CEL expression: `model == "gpt-4" && cost > 0.05`.'},
+        {
+            "type": "object",
+            "additionalProperties": True,
+            "description": 'Every key must hold: `{"model": "gpt-4*", "cost": ">0.05", "error": true, '
+            '"metadata.env": "prod"}`.',
+        },
+    ],
+    "nullable": True,
+}
+DESTINATION_OBJECT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "name": {
+            "type": "string",
+            "description": "An integration's name, or a platform (`langfuse`, `webhook` …) meaning the team's first "
+            "enabled integration of it. Give `name` or `platform`.",
+        },
+        "platform": {"type": "string", "description": "The spec's spelling of a platform destination."},
+        "sample_rate": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "default": 1.0,
+            "description": "Fraction of matching traces sent here.",
+        },
+        "tags": {"type": "array", "items": {"type": "string"}, "description": "Tags added to traces sent here."},
+        "url": {
+            "type": "string",
+            "format": "uri",
+            "description": "Webhook destinations only: send to this URL (an ad-hoc webhook).",
+        },
+        "fallback": {
+            "type": "array",
+            "items": {"type": "object", "description": "A destination of the same shape (no sample_rate)."},
+            "description": "Tried in order when delivery here fails for good.",
+        },
+    },
+}
+DESTINATION_SCHEMA = {
+    "oneOf": [
+        {"type": "string", "description": "An integration name or platform (`langfuse`)."},
+        DESTINATION_OBJECT_SCHEMA,
+    ]
+}
+
+
+@extend_schema_field(CONDITION_SCHEMA)
+class ConditionField(serializers.JSONField):
+    """A condition in either spelling; compiled (and its errors placed) in the rule's validate()."""
+
+
+@extend_schema_field(DESTINATION_SCHEMA)
+class DestinationInputField(serializers.JSONField):
+    """A destination name or object; checked in the rule's validate(), where the path is known."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Destinations
+
+
+class DestinationOutSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="Integration name or canonical platform.")
+    sample_rate = serializers.FloatField()
+    tags = serializers.ListField(child=serializers.CharField())
+    url = serializers.URLField(required=False)
+    fallback = serializers.ListField(child=serializers.DictField(), help_text="Destinations of the same shape.")
+
+
+class DestinationChecker:
+    """Validates destinations against the team's integrations (loaded once per request)."""
+
+    def __init__(self, team_id: int) -> None:
+        rows = Integration.objects.filter(team_id=team_id).values_list("name", "platform")
+        self.platform_of: dict[str, str] = {name: platform for name, platform in rows}
+        self.platforms: set[str] = set(self.platform_of.values())
+
+    def known(self) -> list[str]:
+        return sorted(set(self.platform_of) | self.platforms | {"webhook"})
+
+    def clean(
+        self, raw: Any, path: str, errors: dict[str, list[str]], *, depth: int = 0, parent: str | None = None
+    ) -> dict[str, Any] | None:
+        """A destination (name or object) → its stored form ``{name, sample_rate, tags, url?, fallback}``,
+        or None after adding messages to ``errors`` under ``path``."""
+        in_fallback = depth > 0
+        if isinstance(raw, str):
+            obj: Mapping[str, Any] = {"name": raw}
+        elif isinstance(raw, Mapping):
+            obj = raw
+            unknown = sorted(str(k) for k in obj if k not in DESTINATION_KEYS)
+            for key in unknown:
+                errors.setdefault(f"{path}.{key}", []).append(
+                    f"Unknown field; a destination has {', '.join(sorted(DESTINATION_KEYS))}."
+                )
+            if unknown:
+                return None
+        else:
+            errors.setdefault(path, []).append("A destination is a name (string) or an object.")
+            return None
+
+        ok = True
+        name_key = "name" if "name" in obj else "platform"
+        raw_name = obj.get(name_key)
+        if not isinstance(raw_name, str) or not raw_name.strip():
+            where = path if isinstance(raw, str) else f"{path}.{name_key}"
+            errors.setdefault(where, []).append("Name the destination: an integration name or a platform.")
+            return None
+        name_path = path if isinstance(raw, str) else f"{path}.{name_key}"
+        url = obj.get("url")
+        if url is not None and not isinstance(url, str):
+            errors.setdefault(f"{path}.url", []).append("Must be a string.")
+            ok = False
+            url = None
+        url = url.strip() if url else None
+
+        name, platform = self._resolve(raw_name.strip(), bool(url), name_path, errors)
+        if name is None:
+            ok = False
+        if "name" in obj and "platform" in obj and name is not None:
+            wanted = canonical_platform(str(obj["platform"])) if isinstance(obj["platform"], str) else None
+            if wanted != platform:
+                errors.setdefault(f"{path}.platform", []).append(
+                    f"'{name}' is a {platform} integration, not {obj['platform']!r}."
+                )
+                ok = False
+        if url is not None and name is not None:
+            if platform != Platform.WEBHOOK:
+                errors.setdefault(f"{path}.url", []).append("Only webhook destinations take a url.")
+                ok = False
+            else:
+                try:
+                    check_url(url, resolve=False)
+                except UnsafeDestination as exc:
+                    errors.setdefault(f"{path}.url", []).append(f"This URL may not be used: {exc}.")
+                    ok = False
+        if name is not None and parent is not None and name == parent:
+            errors.setdefault(name_path, []).append("A destination cannot fall back to itself.")
+            ok = False
+
+        rate = obj.get("sample_rate", 1.0)
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 <= float(rate) <= 1.0:
+            errors.setdefault(f"{path}.sample_rate", []).append("Must be a number from 0 to 1.")
+            ok = False
+        elif in_fallback and float(rate) != 1.0:
+            errors.setdefault(f"{path}.sample_rate", []).append(
+                "Fallbacks are not sampled: they stand in for a trace already selected."
+            )
+            ok = False
+
+        tags = obj.get("tags", [])
+        if not isinstance(tags, list) or len(tags) > MAX_TAGS:
+            errors.setdefault(f"{path}.tags", []).append(f"Must be a list of at most {MAX_TAGS} strings.")
+            ok = False
+        elif not all(isinstance(t, str) and t and len(t) <= MAX_TAG_LENGTH for t in tags):
+            errors.setdefault(f"{path}.tags", []).append(
+                f"Each tag is a non-empty string of at most {MAX_TAG_LENGTH} characters."
+            )
+            ok = False
+
+        fallback_raw = obj.get("fallback", [])
+        fallback: list[dict[str, Any]] = []
+        if not isinstance(fallback_raw, list):
+            errors.setdefault(f"{path}.fallback", []).append("Must be a list of destinations.")
+            ok = False
+        elif fallback_raw and depth + 1 > MAX_FALLBACK_DEPTH:
+            errors.setdefault(f"{path}.fallback", []).append(f"Fallbacks nest at most {MAX_FALLBACK_DEPTH} deep.")
+            ok = False
+        elif len(fallback_raw) > MAX_FALLBACKS:
+            errors.setdefault(f"{path}.fallback", []).append(f"At most {MAX_FALLBACKS} fallbacks per destination.")
+            ok = False
+        else:
+            for j, item in enumerate(fallback_raw):
+                cleaned = self.clean(item, f"{path}.fallback[{j}]", errors, depth=depth + 1, parent=name)
+                if cleaned is None:
+                    ok = False
+                else:
+                    fallback.append(cleaned)
+        if not ok or name is None:
+            return None
+        out: dict[str, Any] = {"name": name, "sample_rate": float(rate), "tags": list(dict.fromkeys(tags))}
+        if url:
+            out["url"] = url
+        out["fallback"] = fallback
+        return out
+
+    def _resolve(
+        self, name: str, has_url: bool, path: str, errors: dict[str, list[str]]
+    ) -> tuple[str | None, str | None]:
+        """(stored name, platform): an integration's own name, else the canonical platform name."""
+        if name in self.platform_of:
+            return name, self.platform_of[name]
+        platform = canonical_platform(name)
+        if platform is not None and (platform in self.platforms or (platform == Platform.WEBHOOK and has_url)):
+            return platform, platform
+        if platform == Platform.WEBHOOK:
+            errors.setdefault(path, []).append(
+                f"'{name}' needs a url, or a webhook integration in this team to send to."
+            )
+        elif platform is not None:
+            errors.setdefault(path, []).append(
+                f"Unknown destination '{name}': this team has no {platform} integration. Add one first."
+            )
+        else:
+            known = self.known()
+            hint = difflib.get_close_matches(name, known, n=1)
+            suggestion = f" Did you mean '{hint[0]}'?" if hint else ""
+            listing = ", ".join(known) if known else "none yet"
+            errors.setdefault(path, []).append(
+                f"Unknown destination '{name}': not an integration name or platform of this team.{suggestion} "
+                f"Known: {listing}."
+            )
+        return None, None
+
+
+def _checker(context: Mapping[str, Any]) -> DestinationChecker:
+    checker = context.get("destination_checker")
+    if checker is None:
+        raise RuntimeError("the serializer needs a 'destination_checker' in its context")
+    return checker
+
+
+def _refuse_unknown(data: Any, fields: Mapping[str, Any], allowed_extra: frozenset[str], what: str) -> None:
+    if not isinstance(data, Mapping):
+        return
+    unknown = [str(k) for k in data if k not in fields and k not in allowed_extra]
+    if unknown:
+        known = sorted(fields)
+        raise serializers.ValidationError(
+            {
+                k: [
+                    f"Unknown field of {what}."
+                    + (f" Did you mean '{m[0]}'?" if (m := difflib.get_close_matches(k, known, n=1)) else "")
+                ]
+                for k in unknown
+            }
+        )
+
+
+def _condition_value(attrs: Mapping[str, Any], errors: dict[str, list[str]]) -> tuple[str, Any]:
+    """(key used, condition) for a rule: `condition` and `conditions` both take either spelling."""
+    given = [k for k in ("conditions", "condition") if attrs.get(k) not in (None, "", {})]
+    if len(given) == 2:
+        errors.setdefault("condition", []).append("Give 'condition' or 'conditions', not both.")
+        return "condition", None
+    key = given[0] if given else "condition"
+    return key, attrs.get(key)
+
+
+def compile_or_collect(value: Any, key: str, errors: dict[str, list[str]]) -> None:
+    try:
+        compile_condition(value)
+    except ConditionError as exc:
+        errors.setdefault(f"{key}.{exc.path}" if exc.path else key, []).append(exc.message)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules
+
+
+class RoutingRuleSerializer(serializers.Serializer):
+    id = StrictIntegerField(
+        required=False, help_text="Keep this stored rule (its id from GET) on PUT; omit for a new rule."
+    )
+    name = StrictCharField(max_length=200, help_text="Unique within the team.")
+    description = StrictCharField(required=False, allow_blank=True, max_length=4000, default="")
+    priority = StrictIntegerField(
+        required=False,
+        min_value=-PRIORITY_RANGE,
+        max_value=PRIORITY_RANGE,
+        help_text="Lower runs first. Default: the rule's position in the list (1, 2, 3 …). Equal priorities run "
+        "in the order the rules were created.",
+    )
+    enabled = StrictBooleanField(default=True)
+    conditions = ConditionField(
+        required=False, allow_null=True, help_text="The condition (object or CEL string). No condition: every trace."
+    )
+    condition = ConditionField(required=False, allow_null=True, help_text="Same as `conditions`: either spelling.")
+    destination = DestinationInputField(required=False, help_text="Shorthand for one destination.")
+    destinations = serializers.ListField(
+        child=DestinationInputField(),
+        required=False,
+        max_length=MAX_DESTINATIONS,
+        help_text="Where matching traces go. An empty list (with `stop`) drops matching traces.",
+    )
+    sample_rate = _sample_rate_field("Fraction of matching traces sent by this rule (0-1).", default=1.0)
+    tags = _tags_field("Tags added to every trace this rule sends (and to its fallbacks).")
+    stop = StrictBooleanField(default=False, help_text="A matching rule with stop ends evaluation.")
+
+    def to_internal_value(self, data: Any) -> Any:
+        _refuse_unknown(data, self.fields, RULE_OUTPUT_ONLY, "a rule")
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        errors: dict[str, list[str]] = {}
+        key, condition = _condition_value(attrs, errors)
+        if not errors:
+            compile_or_collect(condition, key, errors)
+
+        checker = _checker(self.context)
+        if "destination" in attrs and "destinations" in attrs:
+            errors.setdefault("destination", []).append("Give 'destination' or 'destinations', not both.")
+            items: list[tuple[str, Any]] = []
+        elif "destination" in attrs:
+            items = [("destination", attrs["destination"])]
+        elif "destinations" in attrs:
+            items = [(f"destinations[{i}]", d) for i, d in enumerate(attrs["destinations"])]
+        else:
+            errors.setdefault("destinations", []).append(
+                "A rule needs 'destination' or 'destinations' (an empty list drops matching traces)."
+            )
+            items = []
+        destinations: list[dict[str, Any]] = []
+        seen: dict[str, str] = {}
+        for path, raw in items:
+            cleaned = checker.clean(raw, path, errors)
+            if cleaned is None:
+                continue
+            if cleaned["name"] in seen:
+                errors.setdefault(path, []).append(
+                    f"'{cleaned['name']}' is already a destination of this rule ({seen[cleaned['name']]})."
+                )
+                continue
+            seen[cleaned["name"]] = path
+            destinations.append(cleaned)
+        if errors:
+            raise serializers.ValidationError(errors)
+
+        out: dict[str, Any] = {
+            "name": attrs["name"].strip(),
+            "description": attrs.get("description", ""),
+            "priority": attrs.get("priority"),
+            "enabled": attrs["enabled"],
+            "conditions": condition if isinstance(condition, Mapping) and condition else None,
+            "condition": condition if isinstance(condition, str) and condition.strip() else "",
+            "destinations": destinations,
+            "sample_rate": attrs["sample_rate"],
+            "tags": list(dict.fromkeys(attrs["tags"])),
+            "stop": attrs["stop"],
+        }
+        if "id" in attrs:
+            out["id"] = attrs["id"]
+        if not out["name"]:
+            raise serializers.ValidationError({"name": ["Must not be blank."]})
+        return out
+
+
+class RoutingRuleSetSerializer(serializers.Serializer):
+    """PUT body: ``{"rules": [...]}`` (a bare list is read the same way)."""
+
+    rules = RoutingRuleSerializer(many=True, max_length=MAX_RULES, allow_empty=True)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, list):
+            data = {"rules": data}
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError({"": ['The body must be {"rules": [...]} or a list of rules.']})
+        _refuse_unknown(data, self.fields, SET_OUTPUT_ONLY, "the rule set")
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        rules: list[dict[str, Any]] = attrs["rules"]
+        errors: dict[str, list[str]] = {}
+        names: dict[str, int] = {}
+        ids: dict[int, int] = {}
+        team_rule_ids: set[int] = set(self.context.get("team_rule_ids", ()))
+        for i, rule in enumerate(rules):
+            if rule["name"] in names:
+                errors.setdefault(f"rules[{i}].name", []).append(
+                    f"'{rule['name']}' is also the name of rules[{names[rule['name']]}]; names are unique."
+                )
+            names.setdefault(rule["name"], i)
+            if "id" in rule:
+                if rule["id"] not in team_rule_ids:
+                    errors.setdefault(f"rules[{i}].id", []).append(
+                        f"No rule {rule['id']} in this team; omit 'id' for a new rule."
+                    )
+                elif rule["id"] in ids:
+                    errors.setdefault(f"rules[{i}].id", []).append(f"rules[{ids[rule['id']]}] has this id too.")
+                ids.setdefault(rule["id"], i)
+            if rule["priority"] is None:
+                rule["priority"] = i + 1
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class RoutingRuleOutSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    priority = serializers.IntegerField()
+    enabled = serializers.BooleanField()
+    conditions = serializers.JSONField(allow_null=True, help_text="The object-form condition, or null.")
+    condition = serializers.CharField(allow_null=True, help_text="The CEL condition, or null.")
+    destinations = DestinationOutSerializer(many=True)
+    sample_rate = serializers.FloatField()
+    tags = serializers.ListField(child=serializers.CharField())
+    stop = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class RoutingRuleSetOutSerializer(serializers.Serializer):
+    version = serializers.IntegerField(help_text='Moves on every PUT; the ETag is `"rules-v<version>"`.')
+    updated_at = serializers.DateTimeField(allow_null=True)
+    updated_by = serializers.CharField(help_text="Who stored this version (`key:<prefix>`, `user:<name>`).")
+    rules = RoutingRuleOutSerializer(many=True, help_text="In evaluation order.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Sampling
+
+
+class SamplingRuleSerializer(serializers.Serializer):
+    condition = ConditionField(help_text="CEL string (or an object condition) selecting the traces.")
+    sample_rate = _sample_rate_field("The policy rate for matching traces (0-1).")
+
+    def to_internal_value(self, data: Any) -> Any:
+        _refuse_unknown(data, self.fields, frozenset(), "a sampling rule")
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        errors: dict[str, list[str]] = {}
+        condition = attrs.get("condition")
+        if condition in (None, "", {}) or (isinstance(condition, str) and not condition.strip()):
+            errors["condition"] = ["A sampling rule needs a condition; default_sample_rate covers the rest."]
+        else:
+            compile_or_collect(condition, "condition", errors)
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class SamplingPolicySerializer(serializers.Serializer):
+    default_sample_rate = _sample_rate_field("The rate for traces no sampling rule matches (0-1).", default=1.0)
+    rules = SamplingRuleSerializer(
+        many=True, default=list, max_length=MAX_SAMPLING_RULES, help_text="The first matching rule sets the rate."
+    )
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError({"": ['The body must be {"default_sample_rate": …, "rules": […]}.']})
+        _refuse_unknown(data, self.fields, frozenset({"version", "updated_at"}), "the sampling policy")
+        return super().to_internal_value(data)
+
+
+class SamplingRuleOutSerializer(serializers.Serializer):
+    condition = serializers.JSONField(help_text="As given: a CEL string or an object.")
+    sample_rate = serializers.FloatField()
+
+
+class SamplingPolicyOutSerializer(serializers.Serializer):
+    default_sample_rate = serializers.FloatField()
+    rules = SamplingRuleOutSerializer(many=True)
+    version = serializers.IntegerField(help_text='Moves on every PUT; the ETag is `"sampling-v<version>"`.')
+    updated_at = serializers.DateTimeField(allow_null=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dry run
+
+
+class RoutingTestRequestSerializer(serializers.Serializer):
+    """The OpenAPI shape of a dry run (the view reads the body itself: a bare trace is allowed too)."""
+
+    trace = TraceInSerializer(required=False, help_text="One trace (or send the trace itself as the body).")
+    traces = TraceInSerializer(many=True, required=False, help_text=f"Up to {MAX_TEST_TRACES} traces.")
+    rules = RoutingRuleSerializer(
+        many=True, required=False, help_text="Try these rules instead of the stored ones (nothing is stored)."
+    )
+    sampling = SamplingPolicySerializer(required=False, help_text="Try this sampling policy instead of the stored one.")
+
+
+class RoutingDecisionSerializer(serializers.Serializer):
+    destination = serializers.CharField()
+    rule = serializers.CharField(help_text="The rule that decided.")
+    kept = serializers.BooleanField(help_text="False: sampled out.")
+    rate = serializers.FloatField(help_text="Effective rate: policy × rule × destination.")
+    reason = serializers.CharField()
+
+
+class RoutingTestDecisionSerializer(RoutingDecisionSerializer):
+    spec = DestinationOutSerializer(help_text="The destination as it would be delivered: tags, url, fallbacks.")
+
+
+class RuleEvaluationSerializer(serializers.Serializer):
+    rule = serializers.CharField()
+    priority = serializers.IntegerField()
+    matched = serializers.BooleanField(allow_null=True, help_text="null: not evaluated (disabled, or after a stop).")
+    reason = serializers.CharField()
+
+
+class ConditionErrorSerializer(serializers.Serializer):
+    rule = serializers.CharField()
+    error = serializers.CharField()
+
+
+class SamplingDecisionSerializer(serializers.Serializer):
+    rate = serializers.FloatField()
+    reason = serializers.CharField()
+
+
+class RoutingTestResultSerializer(serializers.Serializer):
+    trace_id = serializers.CharField()
+    trace = serializers.DictField(help_text="What conditions saw: the normalised trace with its computed cost.")
+    destinations = serializers.ListField(child=serializers.CharField(), help_text="Where the trace would go.")
+    sampled_out = RoutingTestDecisionSerializer(many=True)
+    decisions = RoutingTestDecisionSerializer(many=True)
+    matched_rules = serializers.ListField(child=serializers.CharField())
+    sample_point = serializers.FloatField(help_text="The trace's fixed number in [0, 1), from its id.")
+    policy = SamplingDecisionSerializer()
+    evaluations = RuleEvaluationSerializer(many=True)
+    errors = ConditionErrorSerializer(many=True, help_text="Conditions that failed at run time (no match).")
+
+
+class RoutingTestResponseSerializer(serializers.Serializer):
+    rules_version = serializers.IntegerField(allow_null=True, help_text="null when the request brought its rules.")
+    sampling_version = serializers.IntegerField(allow_null=True)
+    results = RoutingTestResultSerializer(many=True)
