@@ -1,0 +1,351 @@
+"""The integrations API (interface spec 2.4): configured connections to destinations.
+
+GET    /api/v1/integrations                 list (secrets masked)
+POST   /api/v1/integrations                 create
+GET    /api/v1/integrations/{id}            one
+PATCH  /api/v1/integrations/{id}            change; a secret left out keeps its value
+DELETE /api/v1/integrations/{id}            delete
+POST   /api/v1/integrations/{id}/test       real connection check → {ok, message, status_code, latency_ms}
+POST   /api/v1/integrations/test            the same for an unsaved {platform, config}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import Scope
+from accounts.permissions import scoped
+from accounts.principals import KeyPrincipal
+from config.problems import Problem, problem_responses
+
+from . import selectors, services
+from .exporters.base import CheckResult
+from .models import Integration
+from .registry import PLATFORMS, canonical_platform, platform_names
+
+TAG = "Integrations"
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._:/@-]{0,99}$")
+MAX_TAGS = 50
+MAX_MAPPINGS = 64
+
+IntegrationPermission = scoped(Scope.INTEGRATIONS_READ, Scope.INTEGRATIONS_WRITE)
+
+
+# --- serializers ---------------------------------------------------------------------------------
+
+
+class PlatformField(serializers.CharField):
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        platform = canonical_platform(value)
+        if platform is None:
+            raise serializers.ValidationError(
+                f"Unknown platform {value!r}; one of {', '.join(sorted(platform_names()))}."
+            )
+        return platform
+
+
+class RetryPolicySerializer(serializers.Serializer):
+    max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=50)
+    base_delay_s = serializers.FloatField(required=False, min_value=0.1, max_value=3600)
+    max_delay_s = serializers.FloatField(required=False, min_value=1, max_value=86400)
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {k: [f"Unknown retry policy field; known: {', '.join(self.fields)}."] for k in unknown}
+                )
+        return dict(super().to_internal_value(data))
+
+
+class IntegrationInSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100, help_text="Unique in the team; rules name integrations by it.")
+    platform = PlatformField(help_text=f"One of {', '.join(PLATFORMS)} (also `custom-webhook`, `wandb`).")
+    config = serializers.DictField(
+        help_text="Platform settings: project concept `{apiKey, projectId}`, key pair "
+        "`{publicKey, secretKey, host}`, webhook `{url, headers}`, plus each platform's own fields "
+        "(docs/destinations/<platform>.md). Secrets are stored encrypted and shown masked."
+    )
+    default_tags = serializers.ListField(
+        child=serializers.CharField(max_length=200), required=False, default=list, max_length=MAX_TAGS
+    )
+    metadata_mapping = serializers.DictField(
+        child=serializers.CharField(max_length=200, allow_null=True, allow_blank=True),
+        required=False,
+        default=dict,
+        help_text="Our metadata key → the destination's key; null drops the key. Others pass unchanged.",
+    )
+    timeout_s = serializers.FloatField(required=False, default=10.0, min_value=0.5, max_value=120)
+    retry_policy = RetryPolicySerializer(required=False, default=dict)
+    enabled = serializers.BooleanField(required=False, default=True)
+
+    def validate_name(self, value: str) -> str:
+        value = value.strip()
+        if not NAME_PATTERN.match(value):
+            raise serializers.ValidationError(
+                "Start with a letter or digit; then letters, digits, spaces and . _ : / @ - (at most 100)."
+            )
+        return value
+
+    def validate_metadata_mapping(self, value: dict[str, Any]) -> dict[str, str | None]:
+        if len(value) > MAX_MAPPINGS:
+            raise serializers.ValidationError(f"At most {MAX_MAPPINGS} mappings.")
+        if any(not k.strip() or len(k) > 200 for k in value):
+            raise serializers.ValidationError("Keys must be 1-200 characters.")
+        return {k: (v or None) for k, v in value.items()}
+
+    def validate_default_tags(self, value: list[str]) -> list[str]:
+        tags = [t.strip() for t in value]
+        if any(not t for t in tags):
+            raise serializers.ValidationError("Tags must not be empty.")
+        return list(dict.fromkeys(tags))
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        policy = attrs.get("retry_policy") or {}
+        if "base_delay_s" in policy and "max_delay_s" in policy and policy["max_delay_s"] < policy["base_delay_s"]:
+            raise serializers.ValidationError({"retry_policy": {"max_delay_s": ["Must be at least base_delay_s."]}})
+        return attrs
+
+
+class IntegrationPatchSerializer(IntegrationInSerializer):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["partial"] = True
+        super().__init__(*args, **kwargs)
+
+
+class IntegrationOutSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    platform = serializers.CharField()
+    config = serializers.DictField(help_text="Secrets masked (`****abcd`).")
+    secrets_set = serializers.ListField(child=serializers.CharField(), help_text="Which secret fields hold a value.")
+    default_tags = serializers.ListField(child=serializers.CharField())
+    metadata_mapping = serializers.DictField(child=serializers.CharField(allow_null=True))
+    timeout_s = serializers.FloatField()
+    retry_policy = serializers.DictField()
+    enabled = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class IntegrationListSerializer(serializers.Serializer):
+    data = IntegrationOutSerializer(many=True)
+
+
+class CheckResultSerializer(serializers.Serializer):
+    ok = serializers.BooleanField(help_text="True when the destination was reached and accepted the credentials.")
+    message = serializers.CharField()
+    status_code = serializers.IntegerField(allow_null=True, help_text="The destination's HTTP status, if any.")
+    latency_ms = serializers.IntegerField(allow_null=True)
+
+
+class ConfigCheckSerializer(serializers.Serializer):
+    platform = PlatformField()
+    name = serializers.CharField(required=False, default="", max_length=100)
+    config = serializers.DictField()
+    timeout_s = serializers.FloatField(required=False, default=10.0, min_value=0.5, max_value=120)
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _principal(request: Request) -> KeyPrincipal:
+    principal = request.auth
+    assert isinstance(principal, KeyPrincipal)  # the permission class ran first
+    return principal
+
+
+def _body(request: Request) -> dict[str, Any]:
+    if not isinstance(request.data, dict):
+        raise Problem(400, "validation", "The body must be a JSON object.", title="Invalid request")
+    return request.data
+
+
+def integration_json(integration: Integration) -> dict[str, Any]:
+    return {
+        "id": integration.pk,
+        "name": integration.name,
+        "platform": integration.platform,
+        "config": services.public_config(integration),
+        "secrets_set": services.secrets_set(integration),
+        "default_tags": list(integration.default_tags or []),
+        "metadata_mapping": dict(integration.metadata_mapping or {}),
+        "timeout_s": integration.timeout_s,
+        "retry_policy": dict(integration.retry_policy or {}),
+        "enabled": integration.enabled,
+        "created_at": integration.created_at.isoformat(),
+        "updated_at": integration.updated_at.isoformat(),
+    }
+
+
+def check_json(result: CheckResult) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "message": result.message,
+        "status_code": result.status_code,
+        "latency_ms": result.latency_ms,
+    }
+
+
+def _problem_for(exc: Exception) -> Problem:
+    if isinstance(exc, services.NameTaken):
+        return Problem(409, "name-taken", str(exc), errors={"name": [str(exc)]})
+    assert isinstance(exc, services.InvalidIntegration)
+    first_field, messages = next(iter(exc.errors.items()))
+    return Problem(400, "validation", f"{first_field}: {messages[0]}", title="Invalid integration", errors=exc.errors)
+
+
+def _get(request: Request, integration_id: int) -> Integration:
+    integration = selectors.integration_for_team(_principal(request).team_id, integration_id)
+    if integration is None:
+        raise Problem(404, "not-found", f"No integration {integration_id} in this team.")
+    return integration
+
+
+EXAMPLE = OpenApiExample(
+    "Langfuse",
+    value={
+        "name": "langfuse-prod",
+        "platform": "langfuse",
+        "config": {"publicKey": "pk-lf-…", "secretKey": "sk-lf-…", "host": "https://cloud.langfuse.com"},
+        "default_tags": ["tracerelay"],
+        "timeout_s": 10,
+        "retry_policy": {"max_attempts": 8, "base_delay_s": 1, "max_delay_s": 300},
+    },
+    request_only=True,
+)
+
+
+# --- views ---------------------------------------------------------------------------------------
+
+
+class IntegrationListCreate(APIView):
+    permission_classes = [IntegrationPermission]
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="integrations_list",
+        summary="List integrations",
+        responses={200: IntegrationListSerializer, **problem_responses(401, 403)},
+    )
+    def get(self, request: Request) -> Response:
+        rows = selectors.integrations_for_team(_principal(request).team_id)
+        return Response({"data": [integration_json(i) for i in rows]})
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="integrations_create",
+        summary="Create an integration",
+        request=IntegrationInSerializer,
+        examples=[EXAMPLE],
+        responses={201: IntegrationOutSerializer, **problem_responses(400, 401, 403, 409, 415)},
+    )
+    def post(self, request: Request) -> Response:
+        principal = _principal(request)
+        serializer = IntegrationInSerializer(data=_body(request))
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            integration = services.integration_create(
+                team_id=principal.team_id,
+                data=services.IntegrationInput(**data),
+                actor=principal.actor,
+            )
+        except (services.NameTaken, services.InvalidIntegration) as exc:
+            raise _problem_for(exc)
+        return Response(integration_json(integration), status=201)
+
+
+class IntegrationDetail(APIView):
+    permission_classes = [IntegrationPermission]
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="integrations_retrieve",
+        summary="One integration",
+        responses={200: IntegrationOutSerializer, **problem_responses(401, 403, 404)},
+    )
+    def get(self, request: Request, integration_id: int) -> Response:
+        return Response(integration_json(_get(request, integration_id)))
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="integrations_partial_update",
+        summary="Change an integration",
+        description="Fields left out stay as they are. In `config`, keys given replace, `null` removes one, "
+        "and a secret left out (or sent back masked) keeps its stored value. The platform cannot change.",
+        request=IntegrationPatchSerializer,
+        responses={200: IntegrationOutSerializer, **problem_responses(400, 401, 403, 404, 409, 415)},
+    )
+    def patch(self, request: Request, integration_id: int) -> Response:
+        principal = _principal(request)
+        integration = _get(request, integration_id)
+        serializer = IntegrationPatchSerializer(data=_body(request))
+        serializer.is_valid(raise_exception=True)
+        given = set(request.data)
+        changes = {k: v for k, v in serializer.validated_data.items() if k in given}
+        try:
+            services.integration_update(integration=integration, changes=changes, actor=principal.actor)
+        except (services.NameTaken, services.InvalidIntegration) as exc:
+            raise _problem_for(exc)
+        return Response(integration_json(integration))
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="integrations_destroy",
+        summary="Delete an integration",
+        responses={204: None, **problem_responses(401, 403, 404)},
+    )
+    def delete(self, request: Request, integration_id: int) -> Response:
+        services.integration_delete(integration=_get(request, integration_id), actor=_principal(request).actor)
+        return Response(status=204)
+
+
+class IntegrationTest(APIView):
+    permission_classes = [IntegrationPermission]
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="integrations_test",
+        summary="Test an integration's connection",
+        description="Contacts the destination for real (reachability and credentials, writing nothing "
+        "where the platform allows; a webhook gets a signed `ping`). The answer is 200 either way; "
+        "`ok` tells whether the check passed.",
+        request=None,
+        responses={200: CheckResultSerializer, **problem_responses(401, 403, 404)},
+    )
+    def post(self, request: Request, integration_id: int) -> Response:
+        result = services.integration_check(integration=_get(request, integration_id))
+        return Response(check_json(result))
+
+
+class ConfigTest(APIView):
+    permission_classes = [IntegrationPermission]
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="integrations_test_config",
+        summary="Test an unsaved integration config",
+        request=ConfigCheckSerializer,
+        responses={200: CheckResultSerializer, **problem_responses(400, 401, 403, 415)},
+    )
+    def post(self, request: Request) -> Response:
+        serializer = ConfigCheckSerializer(data=_body(request))
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            result = services.config_check(
+                platform=data["platform"], name=data["name"], config=data["config"], timeout_s=data["timeout_s"]
+            )
+        except services.InvalidIntegration as exc:
+            raise _problem_for(exc)
+        return Response(check_json(result))

@@ -1,0 +1,248 @@
+"""Writes of integrations, and the connection test.
+
+Secrets never leave this module in the clear except inside a `Target` for an exporter: the
+config a caller sees is `public_config` (secrets masked), the row holds the public part in
+``config`` and the secret part Fernet-encrypted in ``secrets``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.services import audit
+from config.crypto import decrypt_json, encrypt_json, mask
+
+from .exporters.base import CheckResult, ConfigError, Target
+from .exporters.configs import Field, is_sensitive_header, split_secrets
+from .models import Integration, default_retry_policy
+from .registry import canonical_platform, exporter_class, platform_names
+from .selectors import full_config, target_for
+
+log = logging.getLogger(__name__)
+
+
+class NameTaken(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"This team already has an integration named {name!r}.")
+        self.name = name
+
+
+class InvalidIntegration(Exception):
+    """Field → messages, with config fields as ``config.<field>``."""
+
+    def __init__(self, errors: Mapping[str, list[str]]) -> None:
+        super().__init__("; ".join(f"{k}: {', '.join(v)}" for k, v in errors.items()))
+        self.errors = dict(errors)
+
+
+@dataclass(frozen=True)
+class IntegrationInput:
+    name: str
+    platform: str
+    config: Mapping[str, Any]
+    default_tags: list[str]
+    metadata_mapping: dict[str, str | None]
+    timeout_s: float
+    retry_policy: dict[str, Any]
+    enabled: bool = True
+
+
+def _fields(platform: str) -> tuple[Field, ...]:
+    return tuple(getattr(exporter_class(platform), "fields", ()))
+
+
+def clean_platform_config(platform: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        return exporter_class(platform).validate_config(config)
+    except ConfigError as exc:
+        raise InvalidIntegration({f"config.{k}" if k else "config": v for k, v in exc.errors.items()})
+
+
+def _check_name(name: str, platform: str) -> None:
+    """A name that is another platform's name would make rules ambiguous (names win)."""
+    as_platform = canonical_platform(name) if name.lower() in platform_names() else None
+    if as_platform is not None and as_platform != platform:
+        raise InvalidIntegration({"name": [f"{name!r} names the {as_platform} platform; choose another name"]})
+
+
+def _store_config(integration: Integration, cleaned: dict[str, Any]) -> None:
+    public, secret = split_secrets(_fields(integration.platform), cleaned)
+    integration.config = public
+    integration.secrets = encrypt_json(secret)
+
+
+def public_config(integration: Integration) -> dict[str, Any]:
+    """The config as the API shows it: secrets and credential headers masked."""
+    config = dict(integration.config or {})
+    secrets = decrypt_json(integration.secrets)
+    hidden_headers = secrets.pop("headers", None) or {}
+    for key, value in secrets.items():
+        config[key] = mask(str(value))
+    if hidden_headers:
+        config["headers"] = {**(config.get("headers") or {}), **{k: mask(str(v)) for k, v in hidden_headers.items()}}
+    return config
+
+
+def secrets_set(integration: Integration) -> list[str]:
+    secrets = decrypt_json(integration.secrets)
+    names = [k for k in secrets if k != "headers"]
+    names += [f"headers.{h}" for h in secrets.get("headers") or {}]
+    return sorted(names)
+
+
+def _save(integration: Integration) -> None:
+    try:
+        with transaction.atomic():
+            integration.save()
+    except IntegrityError:
+        raise NameTaken(integration.name)
+
+
+def integration_create(*, team_id: int, data: IntegrationInput, actor: str) -> Integration:
+    platform = canonical_platform(data.platform)
+    if platform is None:
+        raise InvalidIntegration({"platform": [f"unknown platform {data.platform!r}"]})
+    _check_name(data.name, platform)
+    cleaned = clean_platform_config(platform, data.config)
+    if Integration.objects.filter(team_id=team_id, name=data.name).exists():
+        raise NameTaken(data.name)
+    integration = Integration(
+        team_id=team_id,
+        name=data.name,
+        platform=platform,
+        default_tags=list(data.default_tags),
+        metadata_mapping=dict(data.metadata_mapping),
+        timeout_s=data.timeout_s,
+        retry_policy={**default_retry_policy(), **data.retry_policy},
+        enabled=data.enabled,
+    )
+    _store_config(integration, cleaned)
+    with transaction.atomic():
+        _save(integration)
+        audit(
+            team=team_id,
+            actor=actor,
+            action="integration.create",
+            target=integration.name,
+            data={"id": integration.pk, "platform": platform, "secrets": secrets_set(integration)},
+        )
+    return integration
+
+
+def merged_config(integration: Integration, patch: Mapping[str, Any]) -> dict[str, Any]:
+    """PATCH semantics for ``config``: keys given replace, ``null`` removes, keys left out stay;
+    a secret (or credential header) left out or sent back as its masked form keeps its value."""
+    fields = _fields(integration.platform)
+    canonical = {spelling: f.name for f in fields for spelling in f.spellings()}
+    secret_names = {f.name for f in fields if f.secret}
+    current = full_config(integration)
+    merged = dict(current)
+    for key, value in patch.items():
+        name = canonical.get(key, key)
+        if value is None:
+            merged.pop(name, None)
+        elif name in secret_names and isinstance(value, str) and name in current and value == mask(str(current[name])):
+            merged[name] = current[name]
+        elif name == "headers" and isinstance(value, Mapping):
+            old = {k.lower(): v for k, v in (current.get("headers") or {}).items()}
+            merged["headers"] = {
+                h: old[h.lower()]
+                if is_sensitive_header(h) and h.lower() in old and v == mask(str(old[h.lower()]))
+                else v
+                for h, v in value.items()
+            }
+        else:
+            if name != key:
+                merged.pop(key, None)
+            merged[name] = value
+    return merged
+
+
+def integration_update(*, integration: Integration, changes: Mapping[str, Any], actor: str) -> Integration:
+    """Apply a PATCH. ``changes`` holds only the fields the client sent."""
+    if "platform" in changes and canonical_platform(str(changes["platform"])) != integration.platform:
+        raise InvalidIntegration({"platform": ["the platform cannot change; create a new integration instead"]})
+    before_secrets = decrypt_json(integration.secrets)
+    changed: list[str] = []
+    if "name" in changes and changes["name"] != integration.name:
+        _check_name(changes["name"], integration.platform)
+        if (
+            Integration.objects.filter(team_id=integration.team_id, name=changes["name"])
+            .exclude(pk=integration.pk)
+            .exists()
+        ):
+            raise NameTaken(changes["name"])
+        integration.name = changes["name"]
+        changed.append("name")
+    if "config" in changes:
+        cleaned = clean_platform_config(integration.platform, merged_config(integration, changes["config"]))
+        _store_config(integration, cleaned)
+        changed.append("config")
+    for key in ("default_tags", "metadata_mapping", "timeout_s", "enabled"):
+        if key in changes:
+            setattr(integration, key, changes[key])
+            changed.append(key)
+    if "retry_policy" in changes:
+        policy = {**default_retry_policy(), **(integration.retry_policy or {}), **changes["retry_policy"]}
+        if float(policy["max_delay_s"]) < float(policy["base_delay_s"]):
+            raise InvalidIntegration({"retry_policy.max_delay_s": ["Must be at least base_delay_s."]})
+        integration.retry_policy = policy
+        changed.append("retry_policy")
+    after_secrets = decrypt_json(integration.secrets)
+    secrets_changed = sorted(
+        k for k in set(before_secrets) | set(after_secrets) if before_secrets.get(k) != after_secrets.get(k)
+    )
+    integration.updated_at = timezone.now()
+    with transaction.atomic():
+        _save(integration)
+        audit(
+            team=integration.team_id,
+            actor=actor,
+            action="integration.update",
+            target=integration.name,
+            data={"id": integration.pk, "changed": changed, "secrets_changed": secrets_changed},
+        )
+    return integration
+
+
+def integration_delete(*, integration: Integration, actor: str) -> None:
+    with transaction.atomic():
+        audit(
+            team=integration.team_id,
+            actor=actor,
+            action="integration.delete",
+            target=integration.name,
+            data={"id": integration.pk, "platform": integration.platform},
+        )
+        integration.delete()
+
+
+def check_target(target: Target) -> CheckResult:
+    """A real connection check against the destination (reachability and credentials)."""
+    exporter_cls = exporter_class(target.platform)
+    with httpx.Client(follow_redirects=False) as client:
+        try:
+            return exporter_cls(target, client).check()
+        except Exception as exc:  # an exporter bug must still give the user an answer
+            log.exception("connection check of %s failed unexpectedly", target.name)
+            return CheckResult(ok=False, message=f"The check itself failed: {type(exc).__name__}: {exc}")
+
+
+def integration_check(*, integration: Integration) -> CheckResult:
+    return check_target(target_for(integration))
+
+
+def config_check(*, platform: str, name: str, config: Mapping[str, Any], timeout_s: float) -> CheckResult:
+    """Test a config before saving it (the dashboard's "test connection" on the add form)."""
+    canonical = canonical_platform(platform)
+    if canonical is None:
+        raise InvalidIntegration({"platform": [f"unknown platform {platform!r}"]})
+    cleaned = clean_platform_config(canonical, config)
+    return check_target(Target(platform=canonical, name=name or canonical, config=cleaned, timeout_s=timeout_s))

@@ -1,0 +1,437 @@
+"""Fake destinations: `FakeServer`s that check what they receive against each platform's real
+wire format and authentication (shared/reference/destinations.md) and answer as it would.
+
+Every fake keeps what it accepted (``spans``, ``runs``, ``logs``, ``payloads``) deduplicated by
+the platform's own key where the platform deduplicates, and lists format violations in
+``problems``. Construct with the credentials the code under test should send::
+
+    with FakeLangfuse(public_key="pk-lf-1", secret_key="sk-lf-1") as langfuse:
+        ... export to langfuse.url ...
+        assert langfuse.problems == []
+        assert langfuse.spans[0].attributes["gen_ai.request.model"] == "gpt-4o"
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from pydantic import ValidationError
+
+from tests.fakes import schemas
+from tests.fakes.server import FakeServer, RecordedRequest, Reply
+
+PROTOBUF = "application/x-protobuf"
+
+
+def python_value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind == "array_value":
+        return [python_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: python_value(kv.value) for kv in value.kvlist_value.values}
+    return getattr(value, kind) if kind else None
+
+
+@dataclass
+class DecodedSpan:
+    trace_id: str  # hex
+    span_id: str  # hex
+    parent_span_id: str
+    name: str
+    kind: int
+    start_ns: int
+    end_ns: int
+    status_code: int
+    status_message: str
+    attributes: dict[str, Any]
+    resource: dict[str, Any]
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+
+def decode_spans(message: ExportTraceServiceRequest) -> list[DecodedSpan]:
+    spans = []
+    for resource_spans in message.resource_spans:
+        resource = {kv.key: python_value(kv.value) for kv in resource_spans.resource.attributes}
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                spans.append(
+                    DecodedSpan(
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        parent_span_id=span.parent_span_id.hex(),
+                        name=span.name,
+                        kind=span.kind,
+                        start_ns=span.start_time_unix_nano,
+                        end_ns=span.end_time_unix_nano,
+                        status_code=span.status.code,
+                        status_message=span.status.message,
+                        attributes={kv.key: python_value(kv.value) for kv in span.attributes},
+                        resource=resource,
+                        events=[(e.name, {kv.key: python_value(kv.value) for kv in e.attributes}) for e in span.events],
+                    )
+                )
+    return spans
+
+
+def basic_auth(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+class FakeOtlpCollector(FakeServer):
+    """An OTLP/HTTP receiver (``POST {path}``). Checks the content type (protobuf, or JSON when
+    ``accept_json``), decodes ``ExportTraceServiceRequest`` and the span invariants (16-byte
+    trace id, 8-byte span id, end ≥ start, GenAI required attributes), and answers 200 with an
+    empty protobuf ``ExportTraceServiceResponse``. Spans are kept once per (trace id, span id),
+    as Phoenix and MLflow do. ``required_headers`` must arrive exactly (else 401)."""
+
+    traces_path = "/v1/traces"
+    accept_json = False
+
+    def __init__(self, *, required_headers: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.required_headers = {k.lower(): v for k, v in (required_headers or {}).items()}
+        self.spans: list[DecodedSpan] = []
+        self._span_keys: set[tuple[str, str]] = set()
+        self.exports = 0
+
+    def authorized(self, request: RecordedRequest) -> bool:
+        return all(request.header(k) == v for k, v in self.required_headers.items())
+
+    def handle(self, request: RecordedRequest) -> Reply:
+        if request.path in self.traces_paths():
+            return self.receive_traces(request)
+        return self.handle_other(request)
+
+    def traces_paths(self) -> tuple[str, ...]:
+        return (self.traces_path,)
+
+    def handle_other(self, request: RecordedRequest) -> Reply:
+        return self.problem(request, f"unexpected {request.method} {request.path}", 404)
+
+    def unauthorized(self, request: RecordedRequest) -> Reply:
+        return Reply(401, {"error": "unauthorized"})
+
+    def receive_traces(self, request: RecordedRequest) -> Reply:
+        if request.method != "POST":
+            return self.problem(request, "OTLP traces must be POSTed", 405)
+        if not self.authorized(request):
+            return self.unauthorized(request)
+        content_type = (request.header("content-type") or "").split(";")[0].strip()
+        message = ExportTraceServiceRequest()
+        if content_type == PROTOBUF:
+            try:
+                message.ParseFromString(request.content)
+            except DecodeError as exc:
+                return self.problem(request, f"undecodable protobuf: {exc}", 400)
+        elif content_type == "application/json" and self.accept_json:
+            try:
+                json_format.Parse(request.content, message)
+            except json_format.ParseError as exc:
+                return self.problem(request, f"bad OTLP/JSON: {exc}", 400)
+        else:
+            return self.problem(request, f"Unsupported content type: {content_type}", 415)
+        if request.header("content-encoding") not in (None, "gzip", "deflate"):
+            return self.problem(request, "unsupported content encoding", 415)
+        spans = decode_spans(message)
+        for span in spans:
+            error = self.span_problem(span)
+            if error:
+                return self.problem(request, error, 400)
+        self.exports += 1
+        for span in spans:
+            key = (span.trace_id, span.span_id)
+            if key not in self._span_keys:
+                self._span_keys.add(key)
+                self.spans.append(span)
+        return Reply(200, ExportTraceServiceResponse().SerializeToString(), {"Content-Type": PROTOBUF})
+
+    def span_problem(self, span: DecodedSpan) -> str | None:
+        if len(span.trace_id) != 32 or set(span.trace_id) == {"0"}:
+            return "trace_id must be 16 non-zero bytes"
+        if len(span.span_id) != 16 or set(span.span_id) == {"0"}:
+            return "span_id must be 8 non-zero bytes"
+        if not span.name:
+            return "span name is empty"
+        if span.end_ns < span.start_ns or span.start_ns <= 0:
+            return "bad span times"
+        for required in ("gen_ai.operation.name", "gen_ai.provider.name"):
+            if not span.attributes.get(required):
+                return f"GenAI span without {required}"
+        if "service.name" not in span.resource:
+            return "resource without service.name"
+        return None
+
+
+class FakePhoenix(FakeOtlpCollector):
+    """Phoenix: protobuf only on ``/v1/traces`` (JSON gets 415), project from the resource
+    attribute ``openinference.project.name``; ``GET /v1/projects`` for the connection test."""
+
+    def __init__(self, *, api_key: str | None = None, **kwargs: Any) -> None:
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        super().__init__(required_headers=headers, **kwargs)
+
+    def span_problem(self, span: DecodedSpan) -> str | None:
+        problem = super().span_problem(span)
+        if problem:
+            return problem
+        if span.attributes.get("openinference.span.kind") not in ("LLM", "EMBEDDING"):
+            return "openinference.span.kind missing"
+        if not span.resource.get("openinference.project.name"):
+            return "no openinference.project.name resource attribute"
+        return None
+
+    def handle_other(self, request: RecordedRequest) -> Reply:
+        if request.method == "GET" and request.path == "/v1/projects":
+            if not self.authorized(request):
+                return self.unauthorized(request)
+            return Reply(200, {"data": [{"id": "UHJvamVjdDox", "name": "default"}], "next_cursor": None})
+        return super().handle_other(request)
+
+
+class FakeMlflow(FakeOtlpCollector):
+    """MLflow ≥ 3.6: ``/v1/traces`` needs ``x-mlflow-experiment-id`` (else 422, as verified on
+    3.17.2) and accepts protobuf or JSON; ``GET /api/2.0/mlflow/experiments/get`` for the check."""
+
+    accept_json = True
+
+    def __init__(
+        self,
+        *,
+        experiments: tuple[str, ...] = ("1",),
+        token: str | None = None,
+        username: str | None = None,
+        password: str = "",
+        **kwargs: Any,
+    ) -> None:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        if username:
+            headers = {"authorization": basic_auth(username, password)}
+        super().__init__(required_headers=headers, **kwargs)
+        self.experiments = experiments
+
+    def receive_traces(self, request: RecordedRequest) -> Reply:
+        if request.method == "POST" and not request.header("x-mlflow-experiment-id"):
+            return self.problem(request, "x-mlflow-experiment-id header is required", 422)
+        if request.header("x-mlflow-experiment-id") not in self.experiments:
+            return self.problem(request, "no such experiment", 404, {"error_code": "RESOURCE_DOES_NOT_EXIST"})
+        return super().receive_traces(request)
+
+    def handle_other(self, request: RecordedRequest) -> Reply:
+        if request.method == "GET" and request.path == "/api/2.0/mlflow/experiments/get":
+            if not self.authorized(request):
+                return self.unauthorized(request)
+            experiment = (request.query.get("experiment_id") or [""])[0]
+            if experiment not in self.experiments:
+                return Reply(404, {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "No experiment"})
+            return Reply(200, {"experiment": {"experiment_id": experiment, "name": "Default"}})
+        return super().handle_other(request)
+
+
+class FakeLangfuse(FakeOtlpCollector):
+    """Langfuse's OTLP endpoint ``/api/public/otel/v1/traces``: Basic pk:sk (else 401), JSON or
+    protobuf, ``x-langfuse-ingestion-version`` above 4 refused (400); ``GET /api/public/projects``."""
+
+    traces_path = "/api/public/otel/v1/traces"
+    accept_json = True
+
+    def __init__(self, *, public_key: str = "pk-lf-test", secret_key: str = "sk-lf-test", **kwargs: Any) -> None:
+        super().__init__(required_headers={"authorization": basic_auth(public_key, secret_key)}, **kwargs)
+
+    def receive_traces(self, request: RecordedRequest) -> Reply:
+        version = request.header("x-langfuse-ingestion-version")
+        if version is not None and (not version.isdigit() or int(version) > 4):
+            return self.problem(request, "unsupported x-langfuse-ingestion-version", 400)
+        return super().receive_traces(request)
+
+    def span_problem(self, span: DecodedSpan) -> str | None:
+        problem = super().span_problem(span)
+        if problem:
+            return problem
+        if span.attributes.get("langfuse.observation.type") not in ("generation", "embedding"):
+            return "langfuse.observation.type must be generation"
+        level = span.attributes.get("langfuse.observation.level", "DEFAULT")
+        if level not in ("DEBUG", "DEFAULT", "WARNING", "ERROR"):
+            return f"bad langfuse.observation.level {level}"
+        return None
+
+    def handle_other(self, request: RecordedRequest) -> Reply:
+        if request.method == "GET" and request.path == "/api/public/projects":
+            if not self.authorized(request):
+                return self.unauthorized(request)
+            return Reply(200, {"data": [{"id": "proj-1", "name": "tracerelay-tests", "metadata": {}}]})
+        return super().handle_other(request)
+
+
+class FakeWeave(FakeOtlpCollector):
+    """W&B Weave OTLP: protobuf only, Basic ``api:<key>``, project from the ``project_id`` header
+    (``entity/project``); ``POST /calls/query_stats`` for the check."""
+
+    def __init__(self, *, api_key: str = "wandb-key", project_id: str = "team/proj", **kwargs: Any) -> None:
+        super().__init__(required_headers={"authorization": basic_auth("api", api_key)}, **kwargs)
+        self.project_id = project_id
+
+    def traces_paths(self) -> tuple[str, ...]:
+        return ("/otel/v1/traces", "/agents/otel/v1/traces")
+
+    def receive_traces(self, request: RecordedRequest) -> Reply:
+        if request.method == "POST" and self.authorized(request) and request.header("project_id") != self.project_id:
+            return self.problem(request, "project_id header must be <entity>/<project>", 400)
+        return super().receive_traces(request)
+
+    def handle_other(self, request: RecordedRequest) -> Reply:
+        if request.method == "POST" and request.path == "/calls/query_stats":
+            if not self.authorized(request):
+                return self.unauthorized(request)
+            if request.json().get("project_id") != self.project_id:
+                return Reply(404, {"reason": "project not found"})
+            return Reply(200, {"count": len(self.spans)})
+        return super().handle_other(request)
+
+
+class FakeLangSmith(FakeServer):
+    """LangSmith ``POST /runs/batch``: ``x-api-key`` (else 401), every run checked against
+    `schemas.LangSmithRun`; a run id already stored answers 409, like LangSmith; ``GET /sessions``."""
+
+    def __init__(self, *, api_key: str = "lsv2-test", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.api_key = api_key
+        self.runs: dict[str, dict[str, Any]] = {}
+
+    def handle(self, request: RecordedRequest) -> Reply:
+        if request.header("x-api-key") != self.api_key:
+            return Reply(401, {"detail": "Invalid token"})
+        if request.method == "GET" and request.path == "/sessions":
+            return Reply(200, [])
+        if request.method != "POST" or request.path != "/runs/batch":
+            return self.problem(request, f"unexpected {request.method} {request.path}", 404)
+        try:
+            body = request.json()
+            schemas.LangSmithBatch.model_validate(body)
+        except (ValueError, ValidationError) as exc:
+            return self.problem(request, f"invalid batch: {exc}", 422, {"detail": str(exc)})
+        runs = body.get("post", [])
+        if any(run["id"] in self.runs for run in runs):
+            return Reply(409, {"detail": "Run already exists"})
+        for run in runs:
+            self.runs[run["id"]] = run
+        return Reply(202, {"message": "Runs batch ingested"})
+
+
+class FakeHelicone(FakeServer):
+    """Helicone's worker ``POST /custom/v1/log``: Bearer key (else 401), body checked like the
+    worker's ``validateAsyncLogModel`` (400 with ``{"error"}``), 200 ``ok`` with ``helicone-id``.
+    ``storage_error`` makes it answer as when its storage step fails: 200 ``{"error": …}``.
+    ``POST /v1/request/query`` serves the connection check."""
+
+    def __init__(self, *, api_key: str = "sk-helicone-test", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.api_key = api_key
+        self.logs: dict[str, dict[str, Any]] = {}
+        self.storage_error: str | None = None
+
+    def handle(self, request: RecordedRequest) -> Reply:
+        if request.method == "POST" and request.path == "/v1/request/query":
+            if request.header("authorization") != f"Bearer {self.api_key}":
+                return Reply(401, {"error": "Unauthorized", "data": None})
+            return Reply(200, {"data": [], "error": None})
+        if request.method != "POST" or request.path != "/custom/v1/log":
+            return self.problem(request, f"unexpected {request.method} {request.path}", 404)
+        if len(request.content) > 10 * 1024 * 1024:
+            return Reply(400, "Payload too large")
+        if not request.header("authorization"):
+            return Reply(401, "Unauthorized")
+        try:
+            log = schemas.HeliconeLog.model_validate(request.json())
+        except (ValueError, ValidationError) as exc:
+            return self.problem(request, f"invalid log: {exc}", 400)
+        if request.header("authorization") != f"Bearer {self.api_key}":
+            return Reply(401, {"error": "Invalid API key"})
+        if self.storage_error:
+            return Reply(200, {"error": self.storage_error})
+        request_id = log.providerRequest.meta.get("Helicone-Request-Id", "")
+        self.logs[request_id] = request.json()
+        return Reply(200, "ok", {"helicone-id": request_id})
+
+
+class FakeDatadog(FakeServer):
+    """Datadog's LLM Observability span intake: ``DD-API-KEY`` (else 403), body checked against
+    `schemas.DatadogIntake`, spans older than 24 h refused, 202 with an empty body;
+    ``GET /api/v1/validate`` for the check."""
+
+    def __init__(self, *, api_key: str = "dd-test-key", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.api_key = api_key
+        self.spans: list[dict[str, Any]] = []
+        self.payloads: list[dict[str, Any]] = []
+
+    def handle(self, request: RecordedRequest) -> Reply:
+        if request.header("dd-api-key") != self.api_key:
+            return Reply(403, {"errors": ["Forbidden"]})
+        if request.method == "GET" and request.path == "/api/v1/validate":
+            return Reply(200, {"valid": True})
+        if request.method != "POST" or request.path != "/api/intake/llm-obs/v1/trace/spans":
+            return self.problem(request, f"unexpected {request.method} {request.path}", 404)
+        try:
+            body = schemas.DatadogIntake.model_validate(request.json())
+        except (ValueError, ValidationError) as exc:
+            return self.problem(request, f"invalid spans payload: {exc}", 400, {"errors": [str(exc)]})
+        for span in body.data.attributes.spans:
+            if span.start_ns < (time.time() - 24 * 3600) * 1e9:
+                return self.problem(request, "span older than 24 hours", 400)
+        payload = request.json()
+        self.payloads.append(payload)
+        self.spans.extend(payload["data"]["attributes"]["spans"])
+        return Reply(202, b"")
+
+
+class FakeWebhookReceiver(FakeServer):
+    """A receiver of our webhook: checks the JSON against `schemas.WebhookBatch` / ``WebhookPing``
+    and, with ``secret``, the ``X-Tracerelay-Signature`` (401 when wrong). Keeps each delivery
+    once per ``X-Tracerelay-Delivery`` id, as a receiver should."""
+
+    def __init__(self, *, secret: str | None = None, path: str = "/hook", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.secret = secret
+        self.path = path
+        self.deliveries: dict[str, dict[str, Any]] = {}
+        self.pings: list[dict[str, Any]] = []
+
+    def handle(self, request: RecordedRequest) -> Reply:
+        from integrations.exporters.webhook import verify_signature
+
+        if request.method != "POST" or request.path != self.path:
+            return self.problem(request, f"unexpected {request.method} {request.path}", 404)
+        if request.header("content-type") != "application/json":
+            return self.problem(request, "content type must be application/json", 415)
+        if self.secret is not None:
+            signature = request.header("x-tracerelay-signature") or ""
+            if not verify_signature(self.secret, signature, request.body):
+                return Reply(401, {"error": "bad signature"})
+        try:
+            body = request.json()
+            model = schemas.WebhookPing if body.get("type") == "ping" else schemas.WebhookBatch
+            model.model_validate(body)
+        except (ValueError, ValidationError, AttributeError) as exc:
+            return self.problem(request, f"invalid payload: {exc}", 400)
+        if body["type"] == "ping":
+            self.pings.append(body)
+        else:
+            delivery = request.header("x-tracerelay-delivery") or ""
+            if delivery != body["id"]:
+                return self.problem(request, "X-Tracerelay-Delivery must equal the body id", 400)
+            self.deliveries.setdefault(delivery, body)
+        return Reply(200, {"received": True})
+
+    @property
+    def traces(self) -> list[dict[str, Any]]:
+        return [t for d in self.deliveries.values() for t in d["traces"]]
