@@ -12,3 +12,9 @@ from config.settings import CACHES  # noqa: E402
 # xdist workers share one Redis: keep their cache entries apart.
 CACHES["default"]["KEY_PREFIX"] = "tr-test-" + os.environ.get("PYTEST_XDIST_WORKER", "main")
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# A second database on SQLite (in memory), for tests that check the embedded default's SQL
+# (JSON list and metadata filters) with `@pytest.mark.django_db(databases=["default", "sqlite"])`.
+from config.settings import DATABASES  # noqa: E402
+
+DATABASES["sqlite"] = {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}

@@ -5,15 +5,14 @@ the dashboard feed and analytics. A bad value raises `FilterError` naming the pa
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from django.db import connection
 from django.db.models import Q, QuerySet
-from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 
 from .models import Status
@@ -90,8 +89,8 @@ class TraceFilter:
             qs = qs.filter(destinations__has_item=name)
         for tag in self.tags:
             qs = qs.filter(tags__has_item=tag)
-        for i, (key, value) in enumerate(self.metadata):
-            qs = _metadata_equals(qs, i, key, value)
+        for key, value in self.metadata:
+            qs = _metadata_equals(qs, key, value)
         if self.environment:
             qs = qs.filter(environment=self.environment)
         if self.since is not None:
@@ -101,25 +100,17 @@ class TraceFilter:
         return qs
 
 
-def _metadata_equals(qs: QuerySet[Any], i: int, key: str, value: str) -> QuerySet[Any]:
-    """metadata[key] equals the value given as text, or the same JSON scalar (5, true, null)."""
-    candidates: list[Any] = [value]
+def _metadata_equals(qs: QuerySet[Any], key: str, value: str) -> QuerySet[Any]:
+    """metadata[key] equals the value given as text, or the same JSON scalar (5, 2.5, true, null)."""
+    q = Q(metadata__has_entry=(key, value))
     try:
         parsed = json.loads(value)
     except ValueError:
         parsed = value
-    if parsed != value and (parsed is None or isinstance(parsed, bool | int | float)):
-        candidates.append(parsed)
-    q = Q()
-    if connection.vendor == "postgresql":
-        # jsonb containment, which the GIN index on metadata serves.
-        for candidate in candidates:
-            q |= Q(metadata__contains={key: candidate})
-        return qs.filter(q)
-    alias = f"_md{i}"
-    for candidate in candidates:
-        q |= Q(**{alias: candidate})
-    return qs.alias(**{alias: KeyTransform(key, "metadata")}).filter(q)
+    if parsed is None or (isinstance(parsed, bool | int | float) and not isinstance(parsed, str)):
+        if not (isinstance(parsed, float) and not math.isfinite(parsed)):
+            q |= Q(metadata__has_entry=(key, parsed))
+    return qs.filter(q)
 
 
 def parse_trace_filter(params: Mapping[str, Any], *, now: datetime | None = None) -> TraceFilter:

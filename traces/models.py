@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from accounts.models import ApiKey, Team
 
-from .lookups import HasItem
+from .lookups import HasEntry, HasItem
 
 
 def _uuid7() -> object:
@@ -129,6 +129,7 @@ class Upstream(models.Model):
         return f"{self.name} → {self.base_url}"
 
 
-# `tags__has_item="beta"`, `destinations__has_item="langfuse"` (see traces/lookups.py).
+# `tags__has_item="beta"`, `metadata__has_entry=("k", "v")` (see traces/lookups.py).
 Trace._meta.get_field("tags").register_lookup(HasItem)
 Trace._meta.get_field("destinations").register_lookup(HasItem)
+Trace._meta.get_field("metadata").register_lookup(HasEntry)
