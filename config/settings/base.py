@@ -76,7 +76,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env.str("REDIS_URL", default="")
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "tr"}
+        {"BACKEND": "config.cache.ResilientRedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "tr"}
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "tracerelay_cache"}
     )
