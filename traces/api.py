@@ -39,6 +39,7 @@ from .serializers import (
 from .services import traces_ingest
 
 TAG = "Trace Management"
+PLANTS_MAX = 10_000  # a larger limit is as good as this one: no team has that many plants
 JSON = "application/json"
 
 
@@ -67,15 +68,15 @@ def read_json(request: Request, max_bytes: int, what: str) -> Any:
         raise Problem(400, "malformed-json", f"The body is not valid JSON: {exc}.")
 
 
-def parse_limit(raw: str | None, *, default: int | None, maximum: int | None) -> int | None:
+def parse_limit(raw: str | None, *, default: int | None, maximum: int) -> int | None:
     """`limit`: a positive integer (capped at ``maximum``); anything else is a 400 naming it."""
     if raw is None:
         return default
-    if not raw.isascii() or not raw.isdigit() or int(raw) < 1 or len(raw) > 10:
+    raw = raw.strip()
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 1000 or int(raw) < 1:
         message = "Must be a positive integer."
         raise Problem(400, "invalid-parameter", message, errors={"limit": [message]}, parameter="limit")
-    value = int(raw)
-    return min(value, maximum) if maximum else value
+    return min(int(raw), maximum)
 
 
 def _too_large(what: str, limit: int, size: int) -> Problem:
@@ -295,5 +296,5 @@ class PlantList(APIView):
     )
     def get(self, request: Request) -> HttpResponse:
         principal = _principal(request)
-        limit = parse_limit(request.query_params.get("limit"), default=None, maximum=None)
+        limit = parse_limit(request.query_params.get("limit"), default=None, maximum=PLANTS_MAX)
         return json_response([plant_json(p) for p in selectors.plants_for_team(principal.team_id, limit=limit)])

@@ -98,6 +98,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
 # WhiteNoise serves static files from the ASGI server itself (admin, dashboard): no separate web server.
 WHITENOISE_USE_FINDERS = True  # also from app folders, so it works before (or without) collectstatic
 
