@@ -1,8 +1,53 @@
-"""ASGI entry point. The proxy's lean path is mounted here, in front of Django (see docs/architecture.md)."""
+"""ASGI entry point: the proxy's lean path in front of Django.
 
+`/api/v1/proxy/...` goes straight to `traces.proxy.app.ProxyApp`, a plain ASGI app that never
+enters Django's request machinery (middleware, URL resolution, sync/async switches: together more
+than the proxy's whole 1 ms budget). Everything else is Django's ASGI handler, unchanged.
+
+Django's handler does not speak the lifespan protocol, so it is answered here: startup opens the
+proxy's HTTP client session and starts its trace writer thread (one of each per worker process);
+shutdown drains the writer, so traces queued at exit are stored or spooled, not lost.
+"""
+
+from __future__ import annotations
+
+import logging
 import os
+from collections.abc import MutableMapping
+from typing import Any
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-application = get_asgi_application()
+django_application = get_asgi_application()  # sets Django up: import the proxy after it
+
+from traces.proxy.app import PREFIX, ProxyApp, Receive, Send  # noqa: E402
+
+log = logging.getLogger(__name__)
+proxy = ProxyApp()
+
+
+async def application(scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
+    if scope["type"] == "http" and scope["path"].startswith(PREFIX):
+        await proxy(scope, receive, send)
+    elif scope["type"] == "lifespan":
+        await _lifespan(receive, send)
+    else:
+        await django_application(scope, receive, send)
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            try:
+                await proxy.startup()
+            except Exception as exc:
+                log.exception("proxy startup failed")
+                await send({"type": "lifespan.startup.failed", "message": repr(exc)})
+                return
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await proxy.shutdown()
+            await send({"type": "lifespan.shutdown.complete"})
+            return

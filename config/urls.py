@@ -14,6 +14,7 @@ api_v1 = [
     path("", include("routing.delivery_urls")),
     path("routing/", include("routing.urls")),
     path("", include("integrations.urls")),
+    path("", include("traces.proxy.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),

@@ -92,3 +92,7 @@ class PlantAdmin(admin.ModelAdmin):
     search_fields = ["name", "tag", "team__name"]
     list_select_related = ["team"]
     autocomplete_fields = ["team"]
+
+
+# The proxy's Upstream admin lives with the proxy (traces/proxy/admin.py); importing it registers it.
+from .proxy import admin as proxy_admin  # noqa: E402, F401

@@ -2,4 +2,5 @@
 
 from .base import *  # noqa: F403
 from .celery import *  # noqa: F403
+from .proxy import *  # noqa: F403
 from .security import *  # noqa: F403

@@ -45,6 +45,7 @@ class AsyncTTLCache(Generic[K, V]):
         self.max_entries = max_entries
         self._entries: dict[K, tuple[V | None, float]] = {}
         self._loading: dict[K, asyncio.Future[V | None]] = {}
+        self._generation = 0  # bumped by invalidate(): a load begun before must not store its answer
 
     async def get(self, key: K) -> V | None:
         entry = self._entries.get(key)
@@ -65,6 +66,8 @@ class AsyncTTLCache(Generic[K, V]):
         return await asyncio.shield(future)
 
     def invalidate(self, key: K | None = None) -> None:
+        """Forget ``key`` (or everything). Safe to call from any thread."""
+        self._generation += 1
         if key is None:
             self._entries.clear()
         else:
@@ -74,7 +77,8 @@ class AsyncTTLCache(Generic[K, V]):
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._executor, self._load_and_close, key)
         self._loading[key] = future
-        future.add_done_callback(lambda f: self._finish(key, f))
+        generation = self._generation
+        future.add_done_callback(lambda f: self._finish(key, f, generation))
         return future
 
     def _load_and_close(self, key: K) -> V | None:
@@ -84,9 +88,10 @@ class AsyncTTLCache(Generic[K, V]):
             # The thread's connection goes back to the pool (or is dropped when broken).
             close_old_connections()
 
-    def _finish(self, key: K, future: asyncio.Future[V | None]) -> None:
-        self._loading.pop(key, None)
-        if future.cancelled():
+    def _finish(self, key: K, future: asyncio.Future[V | None], generation: int) -> None:
+        if self._loading.get(key) is future:
+            del self._loading[key]
+        if future.cancelled() or generation != self._generation:
             return
         error = future.exception()
         if error is not None:

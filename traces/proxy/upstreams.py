@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 from urllib.parse import urlsplit
 
 from config.crypto import decrypt_json
@@ -74,21 +75,24 @@ def auth_header(kind: str, key: str) -> tuple[str, str] | None:
     return ("authorization", f"Bearer {key}")
 
 
-def stored_key(upstream: Upstream) -> str:
-    return str(decrypt_json(upstream.api_key).get("api_key", "")) if upstream.api_key else ""
+def stored_secrets(upstream: Upstream) -> dict[str, Any]:
+    """``{"api_key": ..., "headers": {...}}``: the encrypted part of an upstream (see services.py)."""
+    return decrypt_json(upstream.api_key) if upstream.api_key else {}
 
 
 def target_for(upstream: Upstream) -> Target:
     provider = upstream.provider or KIND_PROVIDERS.get(upstream.kind, "")
     if not provider:
         provider = KNOWN_HOSTS.get((urlsplit(upstream.base_url).hostname or "").lower(), "")
+    secrets = stored_secrets(upstream)
+    headers = {**(upstream.headers or {}), **(secrets.get("headers") or {})}
     return Target(
         name=upstream.name,
         kind=upstream.kind,
         base_url=upstream.base_url.rstrip("/"),
         provider=provider,
-        auth_header=auth_header(upstream.kind, stored_key(upstream)),
-        headers=tuple((str(k).lower(), str(v)) for k, v in (upstream.headers or {}).items()),
+        auth_header=auth_header(upstream.kind, str(secrets.get("api_key") or "")),
+        headers=tuple((str(k).lower(), str(v)) for k, v in headers.items()),
     )
 
 

@@ -1,0 +1,227 @@
+"""The upstreams API: a team's named LLM upstreams for the proxy (docs/proxy.md).
+
+GET    /api/v1/upstreams          list (provider keys and credential headers masked)
+POST   /api/v1/upstreams          create
+GET    /api/v1/upstreams/{id}     one
+PATCH  /api/v1/upstreams/{id}     change; a key or credential header sent back masked keeps its value
+DELETE /api/v1/upstreams/{id}     delete
+
+Reading needs the integrations:read scope (production and development keys); writing needs
+integrations:write (production keys only).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import Scope
+from accounts.permissions import scoped
+from accounts.principals import KeyPrincipal
+from config.problems import Problem, problem_responses
+
+from ..models import Upstream, UpstreamKind
+from . import services
+from .selectors import upstream_for_team, upstreams_for_team
+
+TAG = "Proxy upstreams"
+UpstreamPermission = scoped(Scope.INTEGRATIONS_READ, Scope.INTEGRATIONS_WRITE)
+
+
+class UpstreamInSerializer(serializers.Serializer):
+    name = serializers.CharField(
+        max_length=50,
+        help_text="Lowercase slug; chosen with `X-Service-Upstream: <name>` or `/api/v1/proxy/u/<name>/`.",
+    )
+    kind = serializers.ChoiceField(
+        choices=UpstreamKind.choices,
+        default=UpstreamKind.OPENAI,
+        help_text="`openai` for any OpenAI-compatible server (Groq, OpenRouter, vLLM, Ollama…), `azure`, `anthropic`.",
+    )
+    base_url = serializers.CharField(
+        max_length=500, help_text="The proxied path is appended: e.g. `https://api.groq.com/openai/v1`."
+    )
+    provider = serializers.CharField(
+        max_length=64, required=False, default="", allow_blank=True, help_text="Stamped on traces; inferred if blank."
+    )
+    api_key = serializers.CharField(
+        required=False,
+        default="",
+        allow_blank=True,
+        allow_null=True,
+        write_only=True,
+        help_text="Provider key sent when the client sends no credentials. Stored encrypted, shown masked.",
+    )
+    headers = serializers.DictField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        default=dict,
+        help_text="Extra headers for every call (the client's own win). Credential headers are stored encrypted.",
+    )
+    is_default = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Use for calls that name no upstream (one default for OpenAI-style paths, one for Anthropic).",
+    )
+
+
+class UpstreamPatchSerializer(UpstreamInSerializer):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["partial"] = True
+        super().__init__(*args, **kwargs)
+
+
+class UpstreamOutSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    base_url = serializers.CharField()
+    provider = serializers.CharField()
+    api_key = serializers.CharField(allow_null=True, help_text="Masked (`****abcd`), or null when none is stored.")
+    headers = serializers.DictField(child=serializers.CharField(), help_text="Credential headers masked.")
+    is_default = serializers.BooleanField()
+    proxy_path = serializers.CharField(help_text="The proxy base URL path that always selects this upstream.")
+    created_at = serializers.DateTimeField()
+
+
+class UpstreamListSerializer(serializers.Serializer):
+    data = UpstreamOutSerializer(many=True)
+
+
+def upstream_json(upstream: Upstream) -> dict[str, Any]:
+    return {
+        "id": upstream.pk,
+        "name": upstream.name,
+        "kind": upstream.kind,
+        "base_url": upstream.base_url,
+        "provider": upstream.provider,
+        "api_key": services.masked_key(upstream),
+        "headers": services.public_headers(upstream),
+        "is_default": upstream.is_default,
+        "proxy_path": f"/api/v1/proxy/u/{upstream.name}",
+        "created_at": upstream.created_at.isoformat(),
+    }
+
+
+def _principal(request: Request) -> KeyPrincipal:
+    principal = request.auth
+    assert isinstance(principal, KeyPrincipal)  # the permission class ran first
+    return principal
+
+
+def _body(request: Request) -> dict[str, Any]:
+    if not isinstance(request.data, dict):
+        raise Problem(400, "validation", "The body must be a JSON object.", title="Invalid request")
+    return request.data
+
+
+def _problem_for(exc: Exception) -> Problem:
+    if isinstance(exc, services.UpstreamNameTaken):
+        return Problem(409, "name-taken", str(exc), errors={"name": [str(exc)]})
+    assert isinstance(exc, services.InvalidUpstream)
+    field, messages = next(iter(exc.errors.items()))
+    return Problem(400, "validation", f"{field}: {messages[0]}", title="Invalid upstream", errors=exc.errors)
+
+
+def _get(request: Request, upstream_id: int) -> Upstream:
+    upstream = upstream_for_team(_principal(request).team_id, upstream_id)
+    if upstream is None:
+        raise Problem(404, "not-found", f"No upstream {upstream_id} in this team.")
+    return upstream
+
+
+EXAMPLE = OpenApiExample(
+    "Groq",
+    value={
+        "name": "groq",
+        "kind": "openai",
+        "base_url": "https://api.groq.com/openai/v1",
+        "provider": "groq",
+        "api_key": "gsk_…",
+    },
+    request_only=True,
+)
+
+
+class UpstreamListCreate(APIView):
+    permission_classes = [UpstreamPermission]
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="upstreams_list",
+        summary="List proxy upstreams",
+        responses={200: UpstreamListSerializer, **problem_responses(401, 403)},
+    )
+    def get(self, request: Request) -> Response:
+        return Response({"data": [upstream_json(u) for u in upstreams_for_team(_principal(request).team_id)]})
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="upstreams_create",
+        summary="Create a proxy upstream",
+        request=UpstreamInSerializer,
+        examples=[EXAMPLE],
+        responses={201: UpstreamOutSerializer, **problem_responses(400, 401, 403, 409, 415)},
+    )
+    def post(self, request: Request) -> Response:
+        principal = _principal(request)
+        serializer = UpstreamInSerializer(data=_body(request))
+        serializer.is_valid(raise_exception=True)
+        data = {**serializer.validated_data, "api_key": serializer.validated_data.get("api_key") or ""}
+        try:
+            upstream = services.upstream_create(
+                team_id=principal.team_id, data=services.UpstreamInput(**data), actor=principal.actor
+            )
+        except (services.UpstreamNameTaken, services.InvalidUpstream) as exc:
+            raise _problem_for(exc)
+        return Response(upstream_json(upstream), status=201)
+
+
+class UpstreamDetail(APIView):
+    permission_classes = [UpstreamPermission]
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="upstreams_retrieve",
+        summary="One proxy upstream",
+        responses={200: UpstreamOutSerializer, **problem_responses(401, 403, 404)},
+    )
+    def get(self, request: Request, upstream_id: int) -> Response:
+        return Response(upstream_json(_get(request, upstream_id)))
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="upstreams_partial_update",
+        summary="Change a proxy upstream",
+        description="Fields left out stay as they are. `api_key` sent back masked keeps the stored key; "
+        '`""` or null removes it. `headers` replaces the whole set (masked values keep theirs).',
+        request=UpstreamPatchSerializer,
+        responses={200: UpstreamOutSerializer, **problem_responses(400, 401, 403, 404, 409, 415)},
+    )
+    def patch(self, request: Request, upstream_id: int) -> Response:
+        principal = _principal(request)
+        upstream = _get(request, upstream_id)
+        serializer = UpstreamPatchSerializer(data=_body(request))
+        serializer.is_valid(raise_exception=True)
+        given = set(request.data)
+        changes = {k: v for k, v in serializer.validated_data.items() if k in given}
+        try:
+            services.upstream_update(upstream=upstream, changes=changes, actor=principal.actor)
+        except (services.UpstreamNameTaken, services.InvalidUpstream) as exc:
+            raise _problem_for(exc)
+        return Response(upstream_json(upstream))
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="upstreams_destroy",
+        summary="Delete a proxy upstream",
+        responses={204: None, **problem_responses(401, 403, 404)},
+    )
+    def delete(self, request: Request, upstream_id: int) -> Response:
+        services.upstream_delete(upstream=_get(request, upstream_id), actor=_principal(request).actor)
+        return Response(status=204)

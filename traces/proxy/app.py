@@ -1,0 +1,474 @@
+"""The proxy's ASGI app: `/api/v1/proxy/<path>` → the team's upstream, with a trace of every call.
+
+Why not a Django view: Django's request machinery (middleware, URL resolving, the sync/async
+switch at ~1 ms each) costs more than the whole budget of this path (≤ 1 ms added at p50). So
+this is a plain ASGI callable that config/asgi.py puts in front of Django, the way Sentry and
+PostHog keep ingestion off their ORM-heavy code. It still uses Django's settings, and the ORM
+off the hot path:
+
+- API keys and team upstreams come from in-process caches refreshed by threads (`cache.py`);
+- the trace goes to a background writer thread (`writer.py`), never to the database here;
+- request and response bodies pass through as bytes; parsing them for the trace happens in
+  the writer. The one exception is a streamed chat completion without usage, whose request is
+  rewritten to ask for usage and whose stream is filtered to hide it again (`sse.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from time import perf_counter, time
+from typing import Any
+
+import aiohttp
+import orjson
+from yarl import URL
+
+from accounts import keys
+from accounts.models import Scope
+from accounts.principals import KeyPrincipal
+from accounts.selectors import principal_for_key
+from config.problems import PROBLEM_CONTENT_TYPE, problem_body
+
+from ..ids import new_trace_id
+from .cache import AsyncTTLCache
+from .capture import Capture, StreamBody, endpoint_of
+from .conf import ProxySettings
+from .services import upstream_listeners
+from .sse import UsageFilter
+from .upstreams import Target, TeamUpstreams, builtin_targets, load_team_upstreams
+from .writer import TraceWriter
+
+Scope_ = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+log = logging.getLogger(__name__)
+
+PREFIX = "/api/v1/proxy/"
+_PREFIX_BYTES = PREFIX.encode()
+# Never forwarded upstream: hop-by-hop headers, and ones aiohttp sets itself from the URL and body.
+REQUEST_DROP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"proxy-authorization",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"host",
+        b"content-length",
+        b"accept-encoding",  # replaced: we only ask for encodings the trace writer can read
+        b"expect",
+    }
+)
+# Never passed back: hop-by-hop headers, and date/server, which the ASGI server writes itself.
+RESPONSE_DROP = frozenset(
+    {
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"te",
+        b"trailer",
+        b"transfer-encoding",
+        b"upgrade",
+        b"date",
+        b"server",
+    }
+)
+CREDENTIAL_HEADERS = frozenset({b"authorization", b"x-api-key", b"api-key"})
+READ_WHOLE_MAX = 1024 * 1024  # a non-stream answer up to this size is read whole and sent in one piece
+_INJECTABLE = frozenset({"chat", "completions"})
+
+
+class _Watch:
+    """Set by the disconnect watcher; tells a cancellation caused by the client from any other."""
+
+    __slots__ = ("disconnected", "done")
+
+    def __init__(self) -> None:
+        self.disconnected = False
+        self.done = False
+
+
+class ProxyApp:
+    def __init__(self, settings: ProxySettings | None = None) -> None:
+        self.settings = settings
+        self.session: aiohttp.ClientSession | None = None
+        self.writer: TraceWriter | None = None
+        self._startup_lock: asyncio.Lock | None = None
+        self._url_cache: dict[tuple[str, bytes, bytes], URL] = {}
+        self._encoding_cache: dict[bytes, str] = {}
+
+    # -- lifecycle: one aiohttp session and one writer thread per worker process ---------------
+
+    async def startup(self) -> None:
+        if self.session is not None:
+            return
+        s = self.settings = self.settings or ProxySettings.from_django()
+        # Lookups run Django's ORM and cache client: blocking calls, kept off the event loop.
+        executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="proxy-lookup")
+        self.keys: AsyncTTLCache[str, KeyPrincipal] = AsyncTTLCache(
+            principal_for_key, executor=executor, ttl=s.cache_ttl, miss_ttl=min(s.cache_ttl, 10.0)
+        )
+        self.upstreams: AsyncTTLCache[int, TeamUpstreams] = AsyncTTLCache(
+            load_team_upstreams, executor=executor, ttl=s.cache_ttl, miss_ttl=s.cache_ttl
+        )
+        upstream_listeners.append(self.upstreams.invalidate)  # our own API's changes apply at once
+        self.openai, self.anthropic = builtin_targets(s.openai_base_url, s.anthropic_base_url)
+        self.timeout = aiohttp.ClientTimeout(
+            total=None, connect=s.connect_timeout, sock_connect=s.connect_timeout, sock_read=s.read_timeout
+        )
+        self.writer = TraceWriter(
+            spool_dir=s.spool_dir,
+            batch_size=s.writer_batch,
+            interval=s.writer_interval,
+            queue_max=s.writer_queue_max,
+            max_body=s.capture_max_bytes,
+            max_metadata_keys=s.max_metadata_keys,
+        )
+        self.writer.start()
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=s.max_connections, limit_per_host=0, ttl_dns_cache=300),
+            timeout=self.timeout,
+            auto_decompress=False,  # bytes pass through exactly as the upstream sent them
+            # No cookie jar: one session serves every team, and cookies must never cross between them.
+            cookie_jar=aiohttp.DummyCookieJar(),
+            skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
+        )
+
+    async def shutdown(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
+        if self.writer is not None:
+            # Drain the queue into the database (or the spool) before the process ends.
+            await asyncio.get_running_loop().run_in_executor(None, self.writer.stop)
+
+    async def _ensure_started(self) -> None:
+        """For servers run without the lifespan protocol: start on the first request."""
+        if self._startup_lock is None:
+            self._startup_lock = asyncio.Lock()
+        async with self._startup_lock:
+            await self.startup()
+
+    # -- the request ------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope_, receive: Receive, send: Send) -> None:
+        if self.session is None:
+            await self._ensure_started()
+        assert self.session is not None and self.writer is not None
+        trace_id = new_trace_id()
+        id_header = (b"x-service-id", trace_id.encode())
+        t0 = perf_counter()
+        started = time()
+
+        service: dict[bytes, bytes] = {}
+        forward: list[tuple[str, str]] = []
+        has_credentials = False
+        accept_encoding = b""
+        content_type = b""
+        for name, value in scope["headers"]:
+            if name.startswith(b"x-service-"):
+                service[name] = value
+            elif name in REQUEST_DROP:
+                if name == b"accept-encoding":
+                    accept_encoding = value
+            else:
+                if name in CREDENTIAL_HEADERS:
+                    has_credentials = True
+                elif name == b"content-type":
+                    content_type = value
+                forward.append((name.decode("latin-1"), value.decode("latin-1")))
+
+        # Who is calling: refused without a database look-up when malformed, cached when known.
+        raw_key = service.get(b"x-service-key", b"").decode("latin-1").strip()
+        if not raw_key:
+            return await _problem(send, id_header, 401, "missing-key", "Send your tracerelay API key in X-Service-Key.")
+        try:
+            principal = await self.keys.get(raw_key) if keys.parse(raw_key) is not None else None
+            team = await self.upstreams.get(principal.team_id) if principal is not None else None
+        except Exception:  # database and cache both out, and nothing cached for this key yet
+            log.exception("proxy: key or upstream look-up failed")
+            return await _problem(send, id_header, 503, "unavailable", "Keys cannot be checked right now; retry.")
+        if principal is None or team is None:
+            detail = "The X-Service-Key is malformed, unknown or revoked."
+            return await _problem(send, id_header, 401, "invalid-key", detail)
+        if not principal.has_scope(Scope.PROXY):
+            return await _problem(send, id_header, 403, "insufficient-scope", "This key may not use the proxy.")
+
+        # Where to: /u/<name>/..., /anthropic/..., X-Service-Upstream, else the team's default.
+        raw_path: bytes = scope.get("raw_path") or scope["path"].encode()
+        rest = raw_path[len(_PREFIX_BYTES) :]
+        target: Target | None
+        if rest.startswith(b"u/"):
+            name, _, rest = rest[2:].partition(b"/")
+            target = team.by_name.get(name.decode("latin-1"))
+            if target is None:
+                return await _problem(
+                    send, id_header, 404, "unknown-upstream", f"This team has no upstream named {name.decode()!r}."
+                )
+        elif rest.startswith(b"anthropic/"):
+            rest = rest[10:]
+            target = team.anthropic_default or self.anthropic
+        elif b"x-service-upstream" in service:
+            name = service[b"x-service-upstream"].strip()
+            target = team.by_name.get(name.decode("latin-1"))
+            if target is None:
+                return await _problem(
+                    send, id_header, 404, "unknown-upstream", f"This team has no upstream named {name.decode()!r}."
+                )
+        else:
+            target = team.default or self.openai
+        if b".." in rest and b".." in rest.split(b"/"):
+            return await _problem(send, id_header, 400, "bad-path", "The proxied path may not contain '..' segments.")
+
+        capture = Capture(trace_id, principal, target, scope["method"], rest.decode("latin-1"))
+        capture.started = started
+        capture.request_type = content_type
+        if service:
+            problem = _read_service_headers(service, capture, self.settings)  # type: ignore[arg-type]
+            if problem:
+                return await _problem(send, id_header, 400, "invalid-header", problem)
+
+        # The request body, whole (LLM requests are small; the limit guards the rest).
+        body = b""
+        more = True
+        limit = self.settings.max_body_bytes  # type: ignore[union-attr]
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # gone before it finished sending: nothing was called
+            chunk = message.get("body", b"")
+            body = body + chunk if body else chunk
+            more = message.get("more_body", False)
+            if len(body) > limit:
+                detail = f"Request bodies are limited to {limit} bytes."
+                return await _problem(send, id_header, 413, "payload-too-large", detail)
+        capture.request_body = body
+
+        # A streamed chat completion: ask for usage if the client did not, and hide it again below.
+        usage_filter: UsageFilter | None = None
+        streaming = False
+        if b'"stream"' in body and not target.is_anthropic:
+            try:
+                request_json = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                request_json = None  # the upstream will say what is wrong with it
+            if isinstance(request_json, dict):
+                capture.request_json = request_json  # saves the writer parsing it again
+            if isinstance(request_json, dict) and request_json.get("stream") is True:
+                streaming = True
+                options = request_json.get("stream_options")
+                wants_usage = isinstance(options, dict) and options.get("include_usage") is True
+                injectable = options is None or isinstance(options, dict)
+                if not wants_usage and injectable and endpoint_of(capture.path, target.kind) in _INJECTABLE:
+                    body = orjson.dumps({**request_json, "stream_options": {**(options or {}), "include_usage": True}})
+                    usage_filter = UsageFilter()
+                    capture.usage_injected = True
+        elif b'"stream"' in body:
+            streaming = b'"stream":true' in body or b'"stream": true' in body
+
+        if not has_credentials and target.auth_header is not None:
+            forward.append(target.auth_header)
+        if target.headers:
+            sent = {name.lower() for name, _ in forward}
+            forward.extend(h for h in target.headers if h[0] not in sent)
+        forward.append(("accept-encoding", "identity" if streaming else self._encoding_for(accept_encoding)))
+
+        query: bytes = scope.get("query_string", b"")
+        url = self._url(target.base_url, rest, query)
+
+        watch = _Watch()
+        watcher = asyncio.create_task(_watch_disconnect(receive, asyncio.current_task(), watch))  # type: ignore[arg-type]
+        try:
+            await self._forward(scope, send, capture, url, body or None, forward, usage_filter, id_header, t0)
+        except asyncio.CancelledError:
+            if not watch.disconnected:
+                raise
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            # The client hung up: leaving the `async with` closed the upstream connection, which
+            # is how an HTTP request is cancelled; the trace says so.
+            capture.error_type = "client_disconnected"
+            capture.error_message = "The client closed the connection before the response was complete."
+        finally:
+            watch.done = True
+            watcher.cancel()
+            capture.latency_ms = (perf_counter() - t0) * 1000
+            self.writer.submit(capture)
+
+    async def _forward(
+        self,
+        scope: Scope_,
+        send: Send,
+        capture: Capture,
+        url: URL,
+        body: bytes | None,
+        headers: list[tuple[str, str]],
+        usage_filter: UsageFilter | None,
+        id_header: tuple[bytes, bytes],
+        t0: float,
+    ) -> None:
+        assert self.session is not None
+        try:
+            async with self.session.request(
+                scope["method"], url, data=body, headers=headers, allow_redirects=False
+            ) as response:
+                capture.status_code = response.status
+                capture.response_headers = response.raw_headers
+                out = [(n, v) for n, v in response.raw_headers if n.lower() not in RESPONSE_DROP]
+                is_sse = response.content_type == "text/event-stream"
+                length = response.content_length
+                if not is_sse and length is not None and length <= READ_WHOLE_MAX:
+                    data = await response.read()
+                    capture.response_body = data
+                    out.append(id_header)
+                    await send({"type": "http.response.start", "status": response.status, "headers": out})
+                    await send({"type": "http.response.body", "body": data})
+                    return
+                await self._stream(send, capture, response, out, usage_filter, id_header, is_sse, t0)
+        except TimeoutError:
+            if isinstance(capture.response_body, StreamBody):
+                return  # _stream already ended the response and recorded the error
+            capture.status_code = 504
+            capture.error_type = "upstream_timeout"
+            capture.error_message = f"{capture.target.name} did not answer in time."
+            await _problem(send, id_header, 504, "upstream-timeout", capture.error_message)
+        except aiohttp.ClientError as exc:
+            if isinstance(capture.response_body, StreamBody):
+                return
+            capture.status_code = 502
+            capture.error_type = "upstream_unreachable"
+            capture.error_message = f"{capture.target.name} could not be reached: {exc}"[:1000]
+            await _problem(send, id_header, 502, "upstream-unreachable", capture.error_message)
+
+    async def _stream(
+        self,
+        send: Send,
+        capture: Capture,
+        response: aiohttp.ClientResponse,
+        headers: list[tuple[bytes, bytes]],
+        usage_filter: UsageFilter | None,
+        id_header: tuple[bytes, bytes],
+        is_sse: bool,
+        t0: float,
+    ) -> None:
+        """Pass the body on read by read, as it arrives: no buffering beyond one incomplete event."""
+        if usage_filter is not None:
+            headers = [(n, v) for n, v in headers if n.lower() != b"content-length"]
+        headers.append(id_header)
+        await send({"type": "http.response.start", "status": response.status, "headers": headers})
+        recorded = capture.response_body = StreamBody()
+        try:
+            async for chunk in response.content.iter_any():
+                if not recorded.size and is_sse:
+                    capture.ttft_ms = (perf_counter() - t0) * 1000
+                recorded.append(chunk)
+                if usage_filter is not None:
+                    chunk = usage_filter.feed(chunk)
+                    if not chunk:
+                        continue
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            # The status line is gone already: end the stream with an error event the SDKs raise on.
+            timeout = isinstance(exc, TimeoutError)
+            capture.error_type = "upstream_timeout" if timeout else "upstream_disconnected"
+            capture.error_message = f"{capture.target.name} {'went silent' if timeout else 'broke off'} mid-stream."
+            tail = usage_filter.flush() if usage_filter is not None else b""
+            if is_sse:
+                tail += _sse_error(capture.target.is_anthropic, capture.error_type, capture.error_message)
+            await send({"type": "http.response.body", "body": tail, "more_body": False})
+            raise
+        tail = usage_filter.flush() if usage_filter is not None else b""
+        await send({"type": "http.response.body", "body": tail, "more_body": False})
+
+    def _url(self, base_url: str, rest: bytes, query: bytes) -> URL:
+        key = (base_url, rest, query)
+        url = self._url_cache.get(key)
+        if url is None:
+            text = f"{base_url}/{rest.decode('latin-1')}" + (f"?{query.decode('latin-1')}" if query else "")
+            url = URL(text, encoded=True)  # forwarded as the client encoded it
+            if len(self._url_cache) >= 4096:
+                self._url_cache.clear()
+            self._url_cache[key] = url
+        return url
+
+    def _encoding_for(self, accept_encoding: bytes) -> str:
+        """What we ask the upstream for: the client's gzip/deflate (which the writer can decode), or identity."""
+        cached = self._encoding_cache.get(accept_encoding)
+        if cached is None:
+            offered = {token.split(b";")[0].strip().lower() for token in accept_encoding.split(b",")}
+            cached = ", ".join(e for e in ("gzip", "deflate") if e.encode() in offered) or "identity"
+            if len(self._encoding_cache) < 256:
+                self._encoding_cache[accept_encoding] = cached
+        return cached
+
+
+def _read_service_headers(service: dict[bytes, bytes], capture: Capture, settings: ProxySettings) -> str | None:
+    """Fill the capture from the X-Service-* headers; the problem's detail when one is invalid."""
+    raw = service.get(b"x-service-tags")
+    if raw is not None:
+        tags = [t.strip() for t in raw.decode("utf-8", "replace").split(",") if t.strip()]
+        if len(tags) > settings.max_tags:
+            return f"X-Service-Tags: at most {settings.max_tags} tags; got {len(tags)}."
+        if any(len(t) > 200 for t in tags):
+            return "X-Service-Tags: each tag must be at most 200 characters."
+        capture.tags = list(dict.fromkeys(tags))
+    raw = service.get(b"x-service-metadata")
+    if raw is not None:
+        try:
+            metadata = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            return f"X-Service-Metadata must be a JSON object: {exc}"
+        if not isinstance(metadata, dict):
+            return "X-Service-Metadata must be a JSON object."
+        if len(metadata) > settings.max_metadata_keys:
+            return f"X-Service-Metadata: at most {settings.max_metadata_keys} keys; got {len(metadata)}."
+        if any(not key or len(key) > 200 for key in metadata):
+            return "X-Service-Metadata: keys must be 1 to 200 characters."
+        capture.metadata = metadata
+    for header, attribute, limit in (
+        (b"x-service-session-id", "session_id", 200),
+        (b"x-service-user-id", "user_id", 200),
+        (b"x-service-environment", "environment", 64),
+    ):
+        raw = service.get(header)
+        if raw is not None:
+            value = raw.decode("utf-8", "replace").strip()
+            if len(value) > limit:
+                return f"{header.decode().title()}: at most {limit} characters."
+            setattr(capture, attribute, value)
+    return None
+
+
+async def _watch_disconnect(receive: Receive, task: asyncio.Task[Any], watch: _Watch) -> None:
+    """Cancel the request's task when the client hangs up (uvicorn reports it on `receive`)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            if not watch.done:
+                watch.disconnected = True
+                task.cancel()
+            return
+
+
+def _sse_error(anthropic: bool, kind: str, message: str) -> bytes:
+    if anthropic:
+        data = orjson.dumps({"type": "error", "error": {"type": kind, "message": message}})
+        return b"event: error\ndata: " + data + b"\n\n"
+    return b"data: " + orjson.dumps({"error": {"type": kind, "message": message}}) + b"\n\n"
+
+
+async def _problem(send: Send, id_header: tuple[bytes, bytes], status: int, slug: str, detail: str) -> None:
+    body = orjson.dumps(problem_body(status, slug, detail))
+    headers = [
+        (b"content-type", PROBLEM_CONTENT_TYPE.encode()),
+        (b"content-length", str(len(body)).encode()),
+        id_header,
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
