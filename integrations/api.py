@@ -52,6 +52,15 @@ class PlatformField(serializers.CharField):
         return platform
 
 
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of turning them into text."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a string.")
+        return super().to_internal_value(data)
+
+
 class RetryPolicySerializer(serializers.Serializer):
     max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=50)
     base_delay_s = serializers.FloatField(required=False, min_value=0.1, max_value=3600)
@@ -76,10 +85,10 @@ class IntegrationInSerializer(serializers.Serializer):
         "(docs/destinations/<platform>.md). Secrets are stored encrypted and shown masked."
     )
     default_tags = serializers.ListField(
-        child=serializers.CharField(max_length=200), required=False, default=list, max_length=MAX_TAGS
+        child=StrictCharField(max_length=200), required=False, default=list, max_length=MAX_TAGS
     )
     metadata_mapping = serializers.DictField(
-        child=serializers.CharField(max_length=200, allow_null=True, allow_blank=True),
+        child=StrictCharField(max_length=200, allow_null=True, allow_blank=True),
         required=False,
         default=dict,
         help_text="Our metadata key → the destination's key; null drops the key. Others pass unchanged.",
