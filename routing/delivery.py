@@ -272,6 +272,15 @@ def _deliver_group(
                 _give_up(claimed, token, message, None, None, report)
             report.skipped += len(chunk) - len(claimed)
         return
+    except Exception as exc:  # e.g. a secret that no configured Fernet key decrypts: fixable, so retry
+        log.exception("cannot prepare destination %r of team %s", destination, team_id)
+        error = ExportError(f"cannot prepare destination {destination!r}: {type(exc).__name__}: {exc}")
+        for chunk in _chunks(rows, 500):
+            token, claimed = _claim([r["id"] for r in chunk])
+            report.skipped += len(chunk) - len(claimed)
+            if claimed:
+                _failed(claimed, token, error, RetryPolicy.from_integration(None), None, report)
+        return
 
     breaker = CircuitBreaker(team_id, destination)
     size = max(1, int(getattr(sender.exporter, "max_batch", 100)))
@@ -327,13 +336,26 @@ def _send_chunk(
         _give_up(present, token, message, error.status_code, integration_id, report)
         return
     breaker.record_failure(probe=probe)
-    exhausted = [r for r in present if r["attempts"] >= sender.policy.max_attempts]
-    retrying = [r for r in present if r["attempts"] < sender.policy.max_attempts]
+    _failed(present, token, error, sender.policy, integration_id, report)
+
+
+def _failed(
+    rows: list[dict[str, Any]],
+    token: uuid.UUID,
+    error: ExportError,
+    policy: RetryPolicy,
+    integration_id: int | None,
+    report: DeliveryReport,
+) -> None:
+    """A transient failure: retry the rows with attempts left, give up on the others."""
+    message = _error_text(error)
+    exhausted = [r for r in rows if r["attempts"] >= policy.max_attempts]
+    retrying = [r for r in rows if r["attempts"] < policy.max_attempts]
     if exhausted:
-        note = f"gave up after {sender.policy.max_attempts} attempts: {message}"
+        note = f"gave up after {policy.max_attempts} attempts: {message}"
         _give_up(exhausted, token, note, error.status_code, integration_id, report)
     if retrying:
-        report.retried += _retry(retrying, token, message, error, sender.policy, integration_id)
+        report.retried += _retry(retrying, token, message, error, policy, integration_id)
 
 
 def _error_text(error: ExportError) -> str:

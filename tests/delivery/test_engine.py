@@ -275,3 +275,17 @@ def test_rows_with_different_routed_options_go_in_different_batches(team, primar
     deliver_batch([a.pk, b.pk])
 
     assert sorted(t.tags for t in scripted["primary"].targets) == [("a",), ("b",)]
+
+
+def test_a_destination_that_cannot_be_prepared_is_retried_not_crashed(team, scripted, published):
+    integration = make_integration(team, "locked")
+    type(integration).objects.filter(pk=integration.pk).update(secrets="not-a-fernet-token")
+    row = make_delivery(team, "locked")
+
+    report = deliver_batch([row.pk])
+
+    row.refresh_from_db()
+    assert report.retried == 1
+    assert row.status == DeliveryStatus.PENDING
+    assert row.attempts == 1
+    assert "cannot prepare destination 'locked': ValueError: secret cannot be decrypted" in row.last_error
