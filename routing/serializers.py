@@ -307,6 +307,30 @@ def _checker(context: Mapping[str, Any]) -> DestinationChecker:
     return checker
 
 
+def nul_paths(data: Any, prefix: str = "") -> list[str]:
+    """Where the JSON holds a NUL character (Postgres text and jsonb cannot store one)."""
+    found: list[str] = []
+    if isinstance(data, str):
+        if "\x00" in data:
+            found.append(prefix)
+    elif isinstance(data, Mapping):
+        for key, value in data.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if "\x00" in str(key):
+                found.append(path)
+            found.extend(nul_paths(value, path))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            found.extend(nul_paths(value, f"{prefix}[{i}]"))
+    return found
+
+
+def _refuse_nul(data: Any) -> None:
+    paths = nul_paths(data)
+    if paths:
+        raise serializers.ValidationError({path: ["Must not contain NUL characters."] for path in paths})
+
+
 def _refuse_unknown(data: Any, fields: Mapping[str, Any], allowed_extra: frozenset[str], what: str) -> None:
     if not isinstance(data, Mapping):
         return
@@ -442,6 +466,7 @@ class RoutingRuleSetSerializer(serializers.Serializer):
             data = {"rules": data}
         if not isinstance(data, Mapping):
             raise serializers.ValidationError({"": ['The body must be {"rules": [...]} or a list of rules.']})
+        _refuse_nul(data)
         _refuse_unknown(data, self.fields, SET_OUTPUT_ONLY, "the rule set")
         return super().to_internal_value(data)
 
@@ -528,6 +553,7 @@ class SamplingPolicySerializer(serializers.Serializer):
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, Mapping):
             raise serializers.ValidationError({"": ['The body must be {"default_sample_rate": …, "rules": […]}.']})
+        _refuse_nul(data)
         _refuse_unknown(data, self.fields, frozenset({"version", "updated_at"}), "the sampling policy")
         return super().to_internal_value(data)
 

@@ -7,6 +7,7 @@ actually replace. The callers validated everything first: these functions only s
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -74,7 +75,7 @@ def routing_rules_replace(
     # names never collides half-way.
     renamed = [existing[i] for i, data in claimed.items() if existing[i].name != data["name"]]
     for row in renamed:
-        RoutingRule.objects.filter(id=row.id).update(name=f"\x00renaming-{row.id}")
+        RoutingRule.objects.filter(id=row.id).update(name=f"~renaming~{uuid.uuid4().hex}")
 
     stored: list[RoutingRule] = []
     claimed_by_data = {id(data): row_id for row_id, data in claimed.items()}
