@@ -147,7 +147,7 @@ class IntegrationOutSerializer(serializers.Serializer):
 
 
 class IntegrationListSerializer(serializers.Serializer):
-    data = IntegrationOutSerializer(many=True)
+    data = IntegrationOutSerializer(many=True)  # type: ignore[assignment]
 
 
 class CheckResultSerializer(serializers.Serializer):

@@ -80,7 +80,7 @@ _verdicts: dict[tuple[str, bool], tuple[float, str | None]] = {}
 
 def _resolve(host: str) -> list[IPAddress]:
     infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    return [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
+    return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
 
 
 def check_url(url: str, *, resolve: bool = True, require_resolvable: bool = False) -> None:

@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+import orjson
+
 from traces.records import TraceRecord
 
 from . import ids
@@ -73,8 +75,11 @@ def genai_provider(provider: str) -> str:
 
 
 def to_json(value: Any) -> str:
-    """Compact JSON for attributes and bodies; anything odd (Decimal, datetime) becomes a string."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    """Compact JSON for attributes and bodies; anything odd (Decimal, sets) becomes a string."""
+    try:
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    except orjson.JSONEncodeError:  # integers past 64 bits, deep nesting: the slow, lenient path
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +134,8 @@ def _tool_calls(message: Mapping[str, Any]) -> tuple[ToolCall, ...]:
     calls: list[ToolCall] = []
     for call in message.get("tool_calls") or ():
         if isinstance(call, Mapping):
-            fn = call.get("function") if isinstance(call.get("function"), Mapping) else call
+            function = call.get("function")
+            fn: Mapping[str, Any] = function if isinstance(function, Mapping) else call
             args = fn.get("arguments", "")
             calls.append(
                 ToolCall(

@@ -45,11 +45,9 @@ def langfuse_attributes(call: Call) -> dict[str, Any]:
     if r.is_error:
         attrs["langfuse.observation.status_message"] = f"{call.error_type}: {call.error_message}"
     if r.input is not None:
-        attrs["langfuse.observation.input"] = to_json(r.input)
-        attrs["langfuse.trace.input"] = to_json(r.input)
+        attrs["langfuse.observation.input"] = attrs["langfuse.trace.input"] = to_json(r.input)
     if r.output is not None:
-        attrs["langfuse.observation.output"] = to_json(r.output)
-        attrs["langfuse.trace.output"] = to_json(r.output)
+        attrs["langfuse.observation.output"] = attrs["langfuse.trace.output"] = to_json(r.output)
     if call.first_token_at is not None:
         # JSON-encoded like the Langfuse SDK sends it.
         attrs["langfuse.observation.completion_start_time"] = to_json(iso(call.first_token_at))
@@ -93,10 +91,9 @@ class LangfuseExporter(OtlpExporter):
 
     def check(self) -> CheckResult:
         """``GET /api/public/projects`` answers with the key pair's project: auth without writing."""
-        result = self.probe(
+        return self.probe(
             "GET",
             f"{self.config['host']}/api/public/projects",
             headers=self.auth_headers(),
             ok_message="Langfuse accepted the key pair.",
         )
-        return result

@@ -14,37 +14,57 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, InstrumentationScope, KeyValue
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from .calls import Call, Message, genai_provider, to_json
 
 SCOPE_NAME = "tracerelay"
 SCOPE_VERSION = "1.0.0"
-SPAN_KIND_CLIENT = 3
+SPAN_KIND_CLIENT = Span.SpanKind.SPAN_KIND_CLIENT
 FLAG_SAMPLED = 0x01
 
 Attributes = dict[str, Any]
 AttributeHook = Callable[[Call], Attributes]
 
 
-def any_value(value: Any) -> AnyValue:
-    """A Python value → OTLP AnyValue. Lists of scalars stay arrays; dicts and odd lists become
-    JSON strings (most backends read JSON-string attributes, few read kvlists)."""
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        if -(2**63) <= value < 2**63:
-            return AnyValue(int_value=value)
-        return AnyValue(string_value=str(value))
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
+def set_value(target: AnyValue, value: Any) -> None:
+    """Write a Python value into an OTLP AnyValue in place (no intermediate messages: this is
+    the encoder's hot loop). Lists of scalars stay arrays; dicts and odd lists become JSON
+    strings (most backends read JSON-string attributes, few read kvlists)."""
     if isinstance(value, str):
-        return AnyValue(string_value=value)
-    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, bool, int, float)) for v in value):
-        return AnyValue(array_value=ArrayValue(values=[any_value(v) for v in value]))
-    return AnyValue(string_value=to_json(value))
+        target.string_value = value
+    elif isinstance(value, bool):
+        target.bool_value = value
+    elif isinstance(value, int):
+        if -(2**63) <= value < 2**63:
+            target.int_value = value
+        else:
+            target.string_value = str(value)
+    elif isinstance(value, float):
+        target.double_value = value
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, (str, bool, int, float)) for v in value):
+        values = target.array_value.values
+        for item in value:
+            set_value(values.add(), item)
+    else:
+        target.string_value = to_json(value)
+
+
+def any_value(value: Any) -> AnyValue:
+    out = AnyValue()
+    set_value(out, value)
+    return out
+
+
+def add_attributes(container: Any, attributes: Mapping[str, Any]) -> None:
+    """Append ``attributes`` (None and "" skipped) to a repeated KeyValue field."""
+    for key, value in attributes.items():
+        if value is None or value == "":
+            continue
+        kv = container.add()
+        kv.key = key
+        set_value(kv.value, value)
 
 
 def key_values(attributes: Mapping[str, Any]) -> list[KeyValue]:
@@ -182,29 +202,28 @@ def default_span_attributes(call: Call) -> Attributes:
     return {**genai_attributes(call), **tracerelay_attributes(call)}
 
 
-def build_span(call: Call, attributes: Attributes) -> Span:
+def build_span(call: Call, attributes: Attributes, span: Span | None = None) -> Span:
+    """Fill ``span`` (a new one when None) for this call."""
     r = call.record
-    span = Span(
-        trace_id=call.otel_trace_id,
-        span_id=call.otel_span_id,
-        flags=FLAG_SAMPLED,
-        name=call.name,
-        kind=SPAN_KIND_CLIENT,
-        start_time_unix_nano=call.start_ns(),
-        end_time_unix_nano=call.end_ns(),
-        attributes=key_values(attributes),
-    )
+    span = span if span is not None else Span()
+    span.trace_id = call.otel_trace_id
+    span.span_id = call.otel_span_id
+    span.flags = FLAG_SAMPLED
+    span.name = call.name
+    span.kind = SPAN_KIND_CLIENT
+    span.start_time_unix_nano = call.start_ns()
+    span.end_time_unix_nano = call.end_ns()
+    add_attributes(span.attributes, attributes)
     if r.is_error:
-        span.status.CopyFrom(Status(code=Status.STATUS_CODE_ERROR, message=call.error_message))
+        span.status.code = Status.STATUS_CODE_ERROR
+        span.status.message = call.error_message
         # Recording Errors convention: an exception event with type and message.
         event = span.events.add()
         event.name = "exception"
         event.time_unix_nano = call.end_ns()
-        event.attributes.extend(
-            key_values({"exception.type": call.error_type, "exception.message": call.error_message})
-        )
+        add_attributes(event.attributes, {"exception.type": call.error_type, "exception.message": call.error_message})
     else:
-        span.status.CopyFrom(Status(code=Status.STATUS_CODE_OK))
+        span.status.code = Status.STATUS_CODE_OK
     return span
 
 
@@ -223,9 +242,9 @@ def encode(
         scope_spans = groups.get(key)
         if scope_spans is None:
             resource_spans: ResourceSpans = request.resource_spans.add()
-            resource_spans.resource.CopyFrom(Resource(attributes=key_values(resource)))
+            add_attributes(resource_spans.resource.attributes, resource)
             scope_spans = resource_spans.scope_spans.add()
             scope_spans.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME, version=SCOPE_VERSION))
             groups[key] = scope_spans
-        scope_spans.spans.append(build_span(call, span_attributes(call)))
+        build_span(call, span_attributes(call), scope_spans.spans.add())
     return request
