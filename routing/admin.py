@@ -56,7 +56,8 @@ class RoutingRuleForm(forms.ModelForm):
         }
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         condition = (data.get("condition") or "").strip()
         conditions = data.get("conditions") or None
         if condition and conditions:
@@ -162,7 +163,8 @@ class SamplingPolicyForm(forms.ModelForm):
         fields = ["team", "default_sample_rate", "rules"]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         rate = data.get("default_sample_rate")
         if rate is not None and not 0.0 <= rate <= 1.0:
             self.add_error("default_sample_rate", "Must be from 0 to 1.")

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from accounts.models import Scope
 from accounts.permissions import scoped
 from accounts.principals import KeyPrincipal
-from config.problems import Problem, problem_responses
+from config.problems import PROBLEM_CONTENT_TYPE, Problem, ProblemSerializer, problem_responses
 from traces.normalize import TraceValidationError, normalize_trace
 
 from . import selectors, services
@@ -246,9 +246,9 @@ BAD_RULES_EXAMPLE = {
     "type": "https://tracerelay.dev/problems/validation",
     "title": "Invalid routing rules",
     "status": 400,
-    "detail": "Rule 'expensive gpt-4' (rules[1].condition): Syntax error at column 10: the expression ends too early",
+    "detail": "Rule 'expensive gpt-4' (rules[1].condition): Syntax error at column 20: the expression ends too early",
     "errors": {
-        "rules[1].condition": ["Syntax error at column 10: the expression ends too early"],
+        "rules[1].condition": ["Syntax error at column 20: the expression ends too early"],
         "rules[2].destinations[0].name": [
             "Unknown destination 'helicon': not an integration name or platform of this team. Did you mean "
             "'helicone'? Known: helicone, langfuse, webhook."
@@ -289,11 +289,18 @@ class RoutingRulesView(APIView):
         "key (scope `rules:write`). Send `If-Match` with the ETag of your GET to refuse lost updates (412).",
         parameters=[IF_MATCH, etag_header("rules")],
         request=RoutingRuleSetSerializer,
-        responses={200: RoutingRuleSetOutSerializer, **problem_responses(400, 401, 403, 412, 415)},
+        responses={
+            200: RoutingRuleSetOutSerializer,
+            **problem_responses(401, 403, 412, 415),
+            (400, PROBLEM_CONTENT_TYPE): OpenApiResponse(
+                ProblemSerializer,
+                description="Invalid rules: `errors` maps each bad field's path to messages; nothing was stored.",
+                examples=[OpenApiExample("A bad condition and an unknown destination", value=BAD_RULES_EXAMPLE)],
+            ),
+        },
         examples=[
             OpenApiExample("Three rules", value=RULES_EXAMPLE, request_only=True),
             OpenApiExample("Stored", value=RULES_OUT_EXAMPLE, response_only=True, status_codes=["200"]),
-            OpenApiExample("A bad condition", value=BAD_RULES_EXAMPLE, response_only=True, status_codes=["400"]),
         ],
     )
     def put(self, request: Request) -> Response:

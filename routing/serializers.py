@@ -459,7 +459,7 @@ class RoutingRuleSerializer(serializers.Serializer):
 class RoutingRuleSetSerializer(serializers.Serializer):
     """PUT body: ``{"rules": [...]}`` (a bare list is read the same way)."""
 
-    rules = RoutingRuleSerializer(many=True, max_length=MAX_RULES, allow_empty=True)
+    rules = RoutingRuleSerializer(many=True, max_length=MAX_RULES, allow_empty=True)  # type: ignore[call-arg]
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, list):
@@ -546,7 +546,7 @@ class SamplingRuleSerializer(serializers.Serializer):
 
 class SamplingPolicySerializer(serializers.Serializer):
     default_sample_rate = _sample_rate_field("The rate for traces no sampling rule matches (0-1).", default=1.0)
-    rules = SamplingRuleSerializer(
+    rules = SamplingRuleSerializer(  # type: ignore[call-arg]
         many=True, default=list, max_length=MAX_SAMPLING_RULES, help_text="The first matching rule sets the rate."
     )
 
@@ -624,7 +624,9 @@ class RoutingTestResultSerializer(serializers.Serializer):
     sample_point = serializers.FloatField(help_text="The trace's fixed number in [0, 1), from its id.")
     policy = SamplingDecisionSerializer()
     evaluations = RuleEvaluationSerializer(many=True)
-    errors = ConditionErrorSerializer(many=True, help_text="Conditions that failed at run time (no match).")
+    errors = ConditionErrorSerializer(  # type: ignore[assignment]  # a field named like Serializer.errors
+        many=True, help_text="Conditions that failed at run time (no match)."
+    )
 
 
 class RoutingTestResponseSerializer(serializers.Serializer):

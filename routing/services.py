@@ -20,7 +20,7 @@ from accounts.services import audit
 from .models import RoutingRule, RuleSet, SamplingPolicy
 from .selectors import forget_compiled_routing, publish_versions
 
-RULE_FIELDS = ("name", "description", "priority", "enabled", "conditions", "condition", "destinations")
+RULE_FIELDS: tuple[str, ...] = ("name", "description", "priority", "enabled", "conditions", "condition", "destinations")
 RULE_FIELDS += ("sample_rate", "tags", "stop")
 
 
