@@ -6,12 +6,12 @@ DRF's parser/renderer/serializer layers would be most of its cost (bench/ingest.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
 from django.conf import settings
 from django.http import HttpResponse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
@@ -23,7 +23,7 @@ from accounts.principals import KeyPrincipal
 from config.problems import Problem, problem_responses
 
 from . import selectors
-from .filters import FilterError, parse_trace_filter
+from .filters import FILTER_PARAMS, STATUS_PATTERN, FilterError, parse_trace_filter
 from .serializers import (
     BatchInSerializer,
     BatchResultSerializer,
@@ -91,6 +91,15 @@ def _principal(request: Request) -> KeyPrincipal:
     return principal
 
 
+def reject_unknown_parameters(params: Any, known: Iterable[str], *, prefixes: tuple[str, ...] = ()) -> None:
+    """A misspelt filter must not silently match everything: unknown query parameters are a 400."""
+    allowed = set(known)
+    for name in params:
+        if name not in allowed and not (prefixes and name.startswith(prefixes)):
+            message = f"Unknown query parameter. Known: {', '.join(sorted(allowed | {p + '<key>' for p in prefixes}))}."
+            raise Problem(400, "invalid-parameter", message, errors={name: [message]}, parameter=name)
+
+
 def _filter_or_400(params: Any) -> Any:
     try:
         return parse_trace_filter(params)
@@ -98,31 +107,36 @@ def _filter_or_400(params: Any) -> Any:
         raise Problem(400, "invalid-parameter", exc.message, errors={exc.param: [exc.message]}, parameter=exc.param)
 
 
+_COST = {"type": "number", "minimum": 0, "maximum": 99999999}
+_MS = {"type": "integer", "minimum": 0, "maximum": 2147483647}
+_TEXT = {"type": "string", "maxLength": 200}
 FILTER_PARAMETERS = [
-    OpenApiParameter("model", str, description="Exact model name, or a prefix ending in `*` (`gpt-4*`)."),
-    OpenApiParameter("provider", str, description="Provider, lowercase (`openai`)."),
+    OpenApiParameter("model", _TEXT, description="Exact model name, or a prefix ending in `*` (`gpt-4*`)."),
+    OpenApiParameter("provider", _TEXT, description="Provider (`openai`); matched in lowercase."),
     OpenApiParameter(
         "status",
-        str,
+        {"type": "string", "pattern": STATUS_PATTERN},
         description="`success`, `error` (also `failed`) or `rate_limited`; several separated by commas.",
     ),
-    OpenApiParameter("cost_min", OpenApiTypes.NUMBER, description="Lowest cost in USD (inclusive)."),
-    OpenApiParameter("cost_max", OpenApiTypes.NUMBER, description="Highest cost in USD (inclusive)."),
-    OpenApiParameter("latency_min", OpenApiTypes.INT, description="Lowest latency in ms (inclusive)."),
-    OpenApiParameter("latency_max", OpenApiTypes.INT, description="Highest latency in ms (inclusive)."),
-    OpenApiParameter("destination", str, many=True, description="Delivered to this destination; repeat for all of."),
-    OpenApiParameter("tag", str, many=True, description="Carries this tag; repeat for all of."),
+    OpenApiParameter("cost_min", _COST, description="Lowest cost in USD (inclusive)."),
+    OpenApiParameter("cost_max", _COST, description="Highest cost in USD (inclusive)."),
+    OpenApiParameter("latency_min", _MS, description="Lowest latency in ms (inclusive)."),
+    OpenApiParameter("latency_max", _MS, description="Highest latency in ms (inclusive)."),
+    OpenApiParameter(
+        "destination", _TEXT, many=True, description="Routed to this destination; repeat (or use commas) for all of."
+    ),
+    OpenApiParameter("tag", _TEXT, many=True, description="Carries this tag; repeat (or use commas) for all of."),
     OpenApiParameter(
         "metadata.<key>",
-        str,
+        _TEXT,
         description="`metadata.<key>=<value>`: the metadata key equals the value (as text, or as the same "
         "number/boolean/null). Any number of them.",
     ),
-    OpenApiParameter("environment", str, description="Environment (`production`, `development`, `ci` or your own)."),
-    OpenApiParameter("since", OpenApiTypes.DATETIME, description="At or after this time (ISO 8601)."),
-    OpenApiParameter("until", OpenApiTypes.DATETIME, description="Before this time (ISO 8601)."),
+    OpenApiParameter("environment", _TEXT, description="`production`, `development`, `ci` or your own."),
+    OpenApiParameter("since", _TEXT, description="At or after this time (ISO 8601, e.g. 2025-01-31T12:00:00Z)."),
+    OpenApiParameter("until", _TEXT, description="Before this time (ISO 8601)."),
     OpenApiParameter(
-        "time_range", str, enum=["1h", "24h", "7d", "30d"], description="The last hour, day, week, month."
+        "time_range", str, enum=["1h", "24h", "7d", "30d"], description="The last hour, day, week or month."
     ),
 ]
 
@@ -137,13 +151,16 @@ class TraceListCreate(APIView):
         summary="List traces (the feed)",
         parameters=[
             *FILTER_PARAMETERS,
-            OpenApiParameter("limit", OpenApiTypes.INT, description="Page size, 1-500 (default 50)."),
+            OpenApiParameter(
+                "limit", {"type": "integer", "minimum": 1}, description="Page size (default 50, at most 500)."
+            ),
             OpenApiParameter("cursor", str, description="`next_cursor` of the previous page."),
         ],
         responses={200: TracePageSerializer, **problem_responses(400, 401, 403)},
     )
     def get(self, request: Request) -> HttpResponse:
         principal = _principal(request)
+        reject_unknown_parameters(request.query_params, (*FILTER_PARAMS, "limit", "cursor"), prefixes=("metadata.",))
         trace_filter = _filter_or_400(request.query_params)
         limit = parse_limit(request.query_params.get("limit"), default=50, maximum=500)
         try:
@@ -290,11 +307,14 @@ class PlantList(APIView):
         summary="List plants (sample endpoint)",
         description="The interface reference's sample record: the caller's team's plants, oldest first.",
         parameters=[
-            OpenApiParameter("limit", OpenApiTypes.INT, description="Return at most this many (a positive integer).")
+            OpenApiParameter(
+                "limit", {"type": "integer", "minimum": 1}, description="Return at most this many (a positive integer)."
+            )
         ],
         responses={200: PlantSerializer(many=True), **problem_responses(400, 401, 403)},
     )
     def get(self, request: Request) -> HttpResponse:
         principal = _principal(request)
+        reject_unknown_parameters(request.query_params, ("limit",))
         limit = parse_limit(request.query_params.get("limit"), default=None, maximum=PLANTS_MAX)
         return json_response([plant_json(p) for p in selectors.plants_for_team(principal.team_id, limit=limit)])

@@ -8,7 +8,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -16,6 +16,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from .models import Status
+from .normalize import parse_datetime
 
 TIME_RANGES = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 STATUS_VALUES = {
@@ -23,8 +24,10 @@ STATUS_VALUES = {
     "error": Status.ERROR,
     "failed": Status.ERROR,
     "rate_limited": Status.RATE_LIMITED,
-    "rate-limited": Status.RATE_LIMITED,
 }
+STATUS_PATTERN = r"^(success|error|failed|rate_limited)(,(success|error|failed|rate_limited))*$"
+MAX_INT = 2_147_483_647
+MAX_COST = Decimal("99999999")
 FILTER_PARAMS = (
     "model",
     "provider",
@@ -113,30 +116,40 @@ def _metadata_equals(qs: QuerySet[Any], key: str, value: str) -> QuerySet[Any]:
     return qs.filter(q)
 
 
-def parse_trace_filter(params: Mapping[str, Any], *, now: datetime | None = None) -> TraceFilter:
-    """From a QueryDict (or any mapping; lists for repeatable `tag` and `destination`)."""
-    now = now or timezone.now()
-    values: dict[str, Any] = {}
-    values["model"] = _text(params, "model")
-    values["provider"] = _text(params, "provider").lower()
-    values["environment"] = _text(params, "environment")
+def parse_trace_filter(
+    params: Mapping[str, Any], *, now: datetime | None = None, blank_is_absent: bool = False
+) -> TraceFilter:
+    """From a QueryDict (or any mapping of name → value or list of values).
 
-    status_raw = _text(params, "status")
-    if status_raw:
+    The API is strict: `cost_min=` is an error. A dashboard form sends its empty fields, so it
+    passes ``blank_is_absent=True``.
+    """
+    now = now or timezone.now()
+    lists = _lists(params)
+    if blank_is_absent:
+        lists = {k: [v for v in vs if v != ""] for k, vs in lists.items()}
+        lists = {k: vs for k, vs in lists.items() if vs}
+    values: dict[str, Any] = {}
+    values["model"] = _text(lists, "model")
+    values["provider"] = _text(lists, "provider").lower()
+    values["environment"] = _text(lists, "environment")
+
+    status_raw = _one(lists, "status")
+    if status_raw is not None:
         statuses = []
         for part in status_raw.split(","):
-            status = STATUS_VALUES.get(part.strip().lower())
+            status = STATUS_VALUES.get(part)
             if status is None:
-                raise FilterError("status", f"Unknown status '{part.strip()}': use success, error or rate_limited.")
+                raise FilterError("status", f"Unknown status '{part[:50]}': use success, error or rate_limited.")
             statuses.append(str(status))
         values["statuses"] = tuple(dict.fromkeys(statuses))
 
-    values["cost_min"] = _decimal(params, "cost_min")
-    values["cost_max"] = _decimal(params, "cost_max")
+    values["cost_min"] = _decimal(lists, "cost_min")
+    values["cost_max"] = _decimal(lists, "cost_max")
     if values["cost_min"] is not None and values["cost_max"] is not None and values["cost_min"] > values["cost_max"]:
         raise FilterError("cost_min", "Must not be greater than cost_max.")
-    values["latency_min"] = _int(params, "latency_min")
-    values["latency_max"] = _int(params, "latency_max")
+    values["latency_min"] = _int(lists, "latency_min")
+    values["latency_max"] = _int(lists, "latency_max")
     if (
         values["latency_min"] is not None
         and values["latency_max"] is not None
@@ -144,21 +157,21 @@ def parse_trace_filter(params: Mapping[str, Any], *, now: datetime | None = None
     ):
         raise FilterError("latency_min", "Must not be greater than latency_max.")
 
-    values["tags"] = _many(params, "tag")
-    values["destinations"] = _many(params, "destination")
+    values["tags"] = _many(lists, "tag")
+    values["destinations"] = _many(lists, "destination")
     metadata = []
-    for name in params:
-        if isinstance(name, str) and name.startswith("metadata."):
+    for name in lists:
+        if name.startswith("metadata."):
             key = name[len("metadata.") :]
             if not key or len(key) > MAX_TEXT:
                 raise FilterError(name, f"Name a metadata key of 1-{MAX_TEXT} characters: metadata.<key>=<value>.")
-            metadata.append((key, _text(params, name, allow_empty=True)))
+            metadata.append((key, _text(lists, name, strip=False)))
     values["metadata"] = tuple(metadata)
 
-    since = _datetime(params, "since")
-    until = _datetime(params, "until")
-    time_range = _text(params, "time_range")
-    if time_range:
+    since = _datetime(lists, "since")
+    until = _datetime(lists, "until")
+    time_range = _one(lists, "time_range")
+    if time_range is not None:
         delta = TIME_RANGES.get(time_range)
         if delta is None:
             raise FilterError("time_range", f"Use one of {', '.join(TIME_RANGES)}.")
@@ -170,34 +183,39 @@ def parse_trace_filter(params: Mapping[str, Any], *, now: datetime | None = None
     return TraceFilter(**values)
 
 
-def _raw(params: Mapping[str, Any], name: str) -> str | None:
-    value = params.get(name)
-    if isinstance(value, list):
-        value = value[-1] if value else None
-    return value
+def _lists(params: Mapping[str, Any]) -> dict[str, list[str]]:
+    if hasattr(params, "lists"):
+        return {str(k): [str(v) for v in vs] for k, vs in params.lists()}
+    out: dict[str, list[str]] = {}
+    for key, value in params.items():
+        out[str(key)] = [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)]
+    return out
 
 
-def _text(params: Mapping[str, Any], name: str, *, allow_empty: bool = False) -> str:
-    value = _raw(params, name)
-    if value is None:
-        return ""
-    value = str(value)
+def _one(lists: dict[str, list[str]], name: str) -> str | None:
+    """The parameter's (last) value, None when absent; refuses over-long values and NUL characters."""
+    values = lists.get(name)
+    if not values:
+        return None
+    value = values[-1]
     if len(value) > MAX_TEXT:
         raise FilterError(name, f"Must be at most {MAX_TEXT} characters.")
     if "\x00" in value:
         raise FilterError(name, "Must not contain NUL characters.")
-    return value if allow_empty else value.strip()
+    return value
 
 
-def _many(params: Mapping[str, Any], name: str) -> tuple[str, ...]:
-    getlist = getattr(params, "getlist", None)
-    raw = getlist(name) if getlist else params.get(name)
-    if raw is None:
-        return ()
-    items = raw if isinstance(raw, list | tuple) else [raw]
+def _text(lists: dict[str, list[str]], name: str, *, strip: bool = True) -> str:
+    value = _one(lists, name)
+    if value is None:
+        return ""
+    return value.strip() if strip else value
+
+
+def _many(lists: dict[str, list[str]], name: str) -> tuple[str, ...]:
     out = []
-    for item in items:
-        for part in str(item).split(","):
+    for item in lists.get(name, ()):
+        for part in item.split(","):
             part = part.strip()
             if len(part) > MAX_TEXT:
                 raise FilterError(name, f"Must be at most {MAX_TEXT} characters.")
@@ -208,9 +226,9 @@ def _many(params: Mapping[str, Any], name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _decimal(params: Mapping[str, Any], name: str) -> Decimal | None:
-    value = _text(params, name)
-    if not value:
+def _decimal(lists: dict[str, list[str]], name: str) -> Decimal | None:
+    value = _one(lists, name)
+    if value is None:
         return None
     try:
         number = Decimal(value)
@@ -218,32 +236,28 @@ def _decimal(params: Mapping[str, Any], name: str) -> Decimal | None:
         raise FilterError(name, "Must be a number.")
     if not number.is_finite() or number < 0:
         raise FilterError(name, "Must be a non-negative number.")
-    if number > Decimal("99999999"):
-        raise FilterError(name, "Must be at most 99999999.")
+    if number > MAX_COST:
+        raise FilterError(name, f"Must be at most {MAX_COST}.")
     return number
 
 
-def _int(params: Mapping[str, Any], name: str) -> int | None:
-    value = _text(params, name)
-    if not value:
+def _int(lists: dict[str, list[str]], name: str) -> int | None:
+    value = _one(lists, name)
+    if value is None:
         return None
     if not value.isascii() or not value.isdigit():
         raise FilterError(name, "Must be a non-negative integer (milliseconds).")
     number = int(value)
-    if number > 2_147_483_647:
-        raise FilterError(name, "Must be at most 2147483647.")
+    if number > MAX_INT:
+        raise FilterError(name, f"Must be at most {MAX_INT}.")
     return number
 
 
-def _datetime(params: Mapping[str, Any], name: str) -> datetime | None:
-    value = _text(params, name)
-    if not value:
+def _datetime(lists: dict[str, list[str]], name: str) -> datetime | None:
+    value = _one(lists, name)
+    if value is None:
         return None
-    try:
-        # An unencoded "+02:00" arrives as " 02:00": a query string turns "+" into a space.
-        parsed = datetime.fromisoformat(value.replace(" ", "+") if "T" in value else value)
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        return parsed.astimezone(UTC)
-    except (ValueError, OverflowError):
+    parsed = parse_datetime(value)
+    if parsed is None:
         raise FilterError(name, "Must be an ISO 8601 date-time, e.g. 2025-01-31T12:00:00Z.")
+    return parsed

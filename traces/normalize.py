@@ -11,6 +11,7 @@ telemetry intakes do, so a newer SDK never loses traces against an older server.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
@@ -25,13 +26,13 @@ from .records import TraceRecord
 
 MAX_INT = 2_147_483_647  # Postgres integer: what the token and latency columns hold
 MAX_COST = Decimal("99999999")  # Trace.cost / client_cost: 18 digits, 10 after the point
-STATUSES = {"success": "success", "error": "error", "rate_limited": "rate_limited"}
-STATUS_ALIASES = {"failed": "error", "failure": "error", "rate-limited": "rate_limited", "ratelimited": "rate_limited"}
+STATUSES = ("success", "error", "rate_limited")
 TEXT_LIMITS = {"environment": 64, "service_name": 200, "session_id": 200, "user_id": 200}
 MAX_TAG_LENGTH = 200
 MAX_METADATA_KEY_LENGTH = 200
 CHARS_PER_TOKEN = 4  # the usual rule of thumb when a client reports no usage
 _FREE_FORM = ("input", "output", "metadata", "error")
+_LEAP_SECOND = re.compile(r"(T\d{2}:\d{2}:)60")
 
 
 class TraceValidationError(Exception):
@@ -234,14 +235,10 @@ def _timestamp(value: Any, errors: _Errors) -> datetime | None:
     if not isinstance(value, str):
         errors.add("timestamp", "Must be an ISO 8601 date-time string.")
         return None
-    try:
-        parsed = datetime.fromisoformat(value)
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        return parsed.astimezone(UTC)
-    except (ValueError, OverflowError):
+    parsed = parse_datetime(value) if len(value) <= 64 else None
+    if parsed is None:
         errors.add("timestamp", "Must be an ISO 8601 date-time, e.g. 2025-01-31T12:00:00Z.")
-        return None
+    return parsed
 
 
 def _error(value: Any, errors: _Errors) -> tuple[str, str, bool]:
@@ -274,12 +271,10 @@ def _status(value: Any, has_error: bool, errors: _Errors) -> str:
     if not isinstance(value, str):
         errors.add("status", "Must be one of: success, error, rate_limited.")
         return "success"
-    key = value.strip().lower()
-    status = STATUSES.get(key) or STATUS_ALIASES.get(key)
-    if status is None:
+    if value not in STATUSES:
         errors.add("status", f"Unknown status '{value[:50]}': must be one of success, error, rate_limited.")
         return "success"
-    return status
+    return value
 
 
 def _tags(value: Any, errors: _Errors) -> tuple[str, ...]:
@@ -358,3 +353,31 @@ def _without_nul(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_without_nul(v) for v in value]
     return value
+
+
+def parse_datetime(value: str) -> datetime | None:
+    """ISO 8601 / RFC 3339 → aware UTC datetime (no offset means UTC), or None.
+
+    Lenient where clients differ: lowercase t/z, a leap second (:60, read as :59), and an
+    unencoded "+02:00" in a query string, which arrives as " 02:00".
+    """
+    text = value.strip().upper()
+    if "T" in text:
+        date_part, _, time_part = text.partition("T")
+        text = f"{date_part}T{time_part.replace(' ', '+')}"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        leap = _LEAP_SECOND.sub(r"\g<1>59", text)
+        if leap == text:
+            return None
+        try:
+            parsed = datetime.fromisoformat(leap)
+        except ValueError:
+            return None
+    try:
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .models import Plant, Source, Status, Trace
@@ -88,23 +89,54 @@ class TraceErrorSerializer(serializers.Serializer):
     message = serializers.CharField(required=False, allow_blank=True)
 
 
+@extend_schema_field(
+    {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "type": {
+                        "type": "string",
+                        "maxLength": 200,
+                        "nullable": True,
+                        "description": "e.g. RateLimitError",
+                    },
+                    "message": {"type": "string", "nullable": True},
+                },
+            },
+            {"type": "string", "description": "Just the message."},
+        ],
+        "nullable": True,
+        "description": "What went wrong: {type, message}, or a message. Makes the default status `error`.",
+    }
+)
+class TraceErrorInField(serializers.JSONField):
+    pass
+
+
 class TraceInSerializer(serializers.Serializer):
-    """A trace as clients send it. Only `model` is required; unknown fields are ignored."""
+    """A trace as clients send it. Only `model` is required; null means "not given"; unknown fields are ignored."""
 
     id = serializers.RegexField(
         r"^[A-Za-z0-9._:-]{1,128}$",
         required=False,
+        allow_null=True,
         help_text="Your id for the trace (1-128 of A-Z a-z 0-9 . _ : -). Sending it again returns the stored "
         "trace with 200 instead of storing a second one. Omitted: we assign `trc_` + a UUIDv7.",
     )
     model = serializers.CharField(max_length=200, help_text="Model name, e.g. gpt-4o.")
     provider = serializers.CharField(
-        required=False, allow_blank=True, max_length=64, help_text="Lowercase provider; inferred from the model."
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=64,
+        help_text="Lowercase provider; inferred from the model.",
     )
-    prompt_tokens = serializers.IntegerField(required=False, min_value=0, max_value=2_147_483_647)
-    completion_tokens = serializers.IntegerField(required=False, min_value=0, max_value=2_147_483_647)
+    prompt_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=2_147_483_647)
+    completion_tokens = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=2_147_483_647)
     total_tokens = serializers.IntegerField(
         required=False,
+        allow_null=True,
         min_value=0,
         max_value=2_147_483_647,
         help_text="Must equal prompt_tokens + completion_tokens when all three are given.",
@@ -113,27 +145,39 @@ class TraceInSerializer(serializers.Serializer):
     time_to_first_token_ms = serializers.FloatField(
         required=False, allow_null=True, min_value=0, max_value=2_147_483_647
     )
-    timestamp = serializers.DateTimeField(required=False, help_text="ISO 8601; default: when we received it.")
+    timestamp = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="ISO 8601; default: when we received it."
+    )
     status = serializers.ChoiceField(
         choices=Status.choices,
         required=False,
+        allow_null=True,
         help_text="Default success, or error when `error` is given.",
     )
-    error = TraceErrorSerializer(required=False, allow_null=True)
+    error = TraceErrorInField(required=False, allow_null=True)
     input = serializers.JSONField(required=False, allow_null=True, help_text="Prompt or messages: any JSON.")
     output = serializers.JSONField(required=False, allow_null=True, help_text="Completion: any JSON.")
     tags = serializers.ListField(
-        child=serializers.CharField(max_length=200), required=False, max_length=50, help_text="At most 50."
+        child=serializers.CharField(max_length=200),
+        required=False,
+        allow_null=True,
+        max_length=50,
+        help_text="At most 50.",
     )
-    metadata = serializers.DictField(required=False, help_text="At most 64 keys; values any JSON.")
+    metadata = serializers.DictField(required=False, allow_null=True, help_text="At most 64 keys; values any JSON.")
     environment = serializers.CharField(
-        required=False, allow_blank=True, max_length=64, help_text="Default: the API key's environment."
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=64,
+        help_text="Default: the API key's environment.",
     )
-    service_name = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    session_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    user_id = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    service_name = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=200)
+    session_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=200)
+    user_id = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=200)
     cost = serializers.FloatField(
         required=False,
+        allow_null=True,
         min_value=0,
         max_value=99_999_999,
         help_text="Cost you computed (USD); kept as client_cost beside ours.",
@@ -206,8 +250,18 @@ class TracePageSerializer(serializers.Serializer):
     next_cursor = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page; null at end.")
 
 
+@extend_schema_field(
+    {"description": "A trace, as for POST /api/v1/traces (TraceIn). Anything else is refused on its own, in `results`."}
+)
+class BatchItemInField(serializers.JSONField):
+    pass
+
+
 class BatchInSerializer(serializers.Serializer):
-    traces = TraceInSerializer(many=True, help_text="At most 1,000 traces and 10 MiB.")
+    traces = serializers.ListField(
+        child=BatchItemInField(),
+        help_text="At most 1,000 traces and 10 MiB. Each item is validated on its own: see TraceIn for its fields.",
+    )
 
 
 class BatchItemSerializer(serializers.Serializer):

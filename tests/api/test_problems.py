@@ -126,10 +126,13 @@ def test_a_missing_key_is_a_401(anon_api):
         "Token tr_prod_abc",
         "Bearer tr_prod_short",
         "Bearer not-a-key-at-all",
-        "Bearer " + keys.generate("production")[:-1] + "0",  # checksum broken
+        "broken checksum",
     ],
 )
 def test_a_malformed_key_is_a_401(header, django_assert_num_queries):
+    if header == "broken checksum":
+        raw = keys.generate("production")
+        header = "Bearer " + raw[:-1] + ("0" if raw[-1] != "0" else "1")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=header)
     with django_assert_num_queries(0):  # refused without touching the database

@@ -178,3 +178,9 @@ def test_another_teams_trace_is_a_404_without_a_leak(api, other_api):
     assert other_api.get("/api/v1/traces").json()["results"] == []
     # and the other team may use the same id for its own trace
     assert post(other_api, "/api/v1/traces", {**TRACE, "id": "secret-1"}).status_code == 201
+
+
+def test_an_unknown_query_parameter_is_a_400_so_typos_never_match_everything(api):
+    r = api.get("/api/v1/traces", {"modle": "gpt-4o"})
+    assert r.status_code == 400 and r.json()["parameter"] == "modle"
+    assert api.get("/plants", {"limt": 1}).json()["parameter"] == "limt"

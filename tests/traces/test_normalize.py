@@ -72,7 +72,6 @@ def test_it_sets_error_status_when_an_error_is_given():
     assert (record.status, record.error_type, record.error_message) == ("error", "Timeout", "took too long")
     assert norm({"model": "gpt-4o", "error": "boom"}).error_message == "boom"
     assert norm({"model": "gpt-4o", "status": "rate_limited", "error": "429"}).status == "rate_limited"
-    assert norm({"model": "gpt-4o", "status": "Failed"}).status == "error"
 
 
 def test_it_completes_a_missing_part_from_total_tokens():
@@ -111,6 +110,7 @@ def test_it_flags_an_unknown_model_unpriced_never_zero():
         ({"model": "m", "prompt_tokens": 5, "total_tokens": 4}, "total_tokens"),
         ({"model": "m", "status": "maybe"}, "status"),
         ({"model": "m", "status": 1}, "status"),
+        ({"model": "m", "status": "Failed"}, "status"),
         ({"model": "m", "latency_ms": -3}, "latency_ms"),
         ({"model": "m", "latency_ms": "fast"}, "latency_ms"),
         ({"model": "m", "timestamp": "yesterday"}, "timestamp"),
