@@ -9,12 +9,17 @@ os.environ.setdefault("TRACERELAY_DATA_DIR", "/tmp/tracerelay-test-data")
 from config.settings import *  # noqa: E402, F403
 from config.settings import CACHES  # noqa: E402
 
-# xdist workers share one Redis: keep their cache entries apart.
-CACHES["default"]["KEY_PREFIX"] = "tr-test-" + os.environ.get("PYTEST_XDIST_WORKER", "main")
+# One name per test run (xdist's workers share the run id), so runs side by side on one machine
+# never drop each other's database; pytest-django adds the _gwN suffix per worker.
+_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))[:8]
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+# xdist workers and parallel runs share one Redis: keep their cache entries apart.
+CACHES["default"]["KEY_PREFIX"] = f"tr-test-{_RUN}-{_WORKER}"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # A second database on SQLite (in memory), for tests that check the embedded default's SQL
 # (JSON list and metadata filters) with `@pytest.mark.django_db(databases=["default", "sqlite"])`.
 from config.settings import DATABASES  # noqa: E402
 
+DATABASES["default"]["TEST"] = {"NAME": f"test_tracerelay_{_RUN}"}
 DATABASES["sqlite"] = {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}
