@@ -39,9 +39,20 @@ class ProxyServer:
         return self.url + "/api/v1/proxy"
 
     def trace(self, trace_id: str) -> Trace:
-        """The stored trace, once the background writer has written what it holds."""
-        assert self.app.writer is not None and self.app.writer.flush()
-        return Trace.objects.get(trace_id=trace_id)
+        """The stored trace, once the background writer has written it.
+
+        Polls: a call the client abandoned is handed to the writer only once the proxy has seen
+        the disconnect, a moment after the client returned.
+        """
+        assert self.app.writer is not None
+        deadline = time.monotonic() + 10
+        while True:
+            assert self.app.writer.flush()
+            trace = Trace.objects.filter(trace_id=trace_id).first()
+            if trace is not None or time.monotonic() > deadline:
+                assert trace is not None, f"no trace {trace_id} was stored"
+                return trace
+            time.sleep(0.05)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,10 @@ the scenario:
 - anything ordinary: a normal answer (tool calls when the request has ``tools``);
 - ``error-429`` / ``error-500``: the provider's error body, with rate-limit headers on 429;
 - ``slow``: waits `SLOW_SECONDS` before answering (timeouts);
-- ``slow-stream``: sends one chunk, then a chunk every 50 ms for a long time (disconnects, timeouts).
+- ``slow-stream``: sends one chunk, then a keep-alive comment every 50 ms for 10 s (disconnects);
+- ``stall-stream``: sends one chunk, then nothing for `SLOW_SECONDS` (timeouts mid-stream).
+
+A request with the header ``x-fake-gzip: 1`` gets a compressed answer when it accepts one.
 
 Every request is recorded (`Recorded`), and a stream the client abandoned is noted in `aborted`.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,8 +46,8 @@ CHAT_WORDS = ["Hello", " there", "!", " How", " can", " I", " help", "?"]
 class Recorded:
     method: str
     path: str
-    query: str
-    headers: dict[str, str]
+    raw_path: str  # as received, with the query string, before any decoding
+    headers: Mapping[str, str]  # case-insensitive
     body: bytes
 
     def json(self) -> Any:
@@ -73,10 +77,14 @@ def _sse(value: Any, event: str | None = None) -> bytes:
     return head + b"data: " + (value if isinstance(value, bytes) else _dumps(value)) + b"\n\n"
 
 
+def choice(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"index": 0, "delta": delta, "finish_reason": finish}
+
+
 def build_app(state: FakeUpstream) -> web.Application:
     async def record(request: web.Request) -> tuple[bytes, dict[str, Any]]:
         body = await request.read()
-        state.requests.append(Recorded(request.method, request.path, request.query_string, dict(request.headers), body))
+        state.requests.append(Recorded(request.method, request.path, request.raw_path, request.headers.copy(), body))
         try:
             data = orjson.loads(body) if body else {}
         except orjson.JSONDecodeError:
@@ -107,7 +115,7 @@ def build_app(state: FakeUpstream) -> web.Application:
             return openai_error(500, "server_error", "The server had an error while processing your request.")
         return None
 
-    async def stream(request: web.Request, chunks: list[bytes], slow: bool = False) -> web.StreamResponse:
+    async def stream(request: web.Request, chunks: list[bytes], slow: str = "") -> web.StreamResponse:
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
         )
@@ -116,13 +124,18 @@ def build_app(state: FakeUpstream) -> web.Application:
         try:
             for i, chunk in enumerate(chunks):
                 await response.write(chunk)
-                if slow and i == 0:
+                if slow == "stall-stream" and i == 0:
+                    await asyncio.sleep(SLOW_SECONDS)
+                elif slow and i == 0:
                     for _ in range(200):  # 10 s of keep-alive comments unless the reader goes away
                         await asyncio.sleep(0.05)
                         await response.write(b": keep-alive\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
+        except asyncio.CancelledError:
             state.aborted.append(request.path)
             raise
+        except ConnectionError:  # the reader went away (aiohttp's reset error is one too)
+            state.aborted.append(request.path)
+            return response
         await response.write_eof()
         return response
 
@@ -132,9 +145,10 @@ def build_app(state: FakeUpstream) -> web.Application:
         error = await scenario_errors(model)
         if error is not None:
             return error
-        if model == "slow-stream":
+        if model in ("slow-stream", "stall-stream"):
             first = {"id": "chatcmpl-slow", "object": "chat.completion.chunk", "created": CREATED, "model": model}
-            return await stream(request, [_sse({**first, "choices": []})], slow=True)
+            chunk = {**first, "choices": [choice({"role": "assistant", "content": "Hel"})]}
+            return await stream(request, [_sse(chunk), b"data: [DONE]\n\n"], slow=model)
         prompt_tokens = 9 + len(orjson.dumps(data.get("messages", []))) // 40
         if data.get("tools"):
             message: dict[str, Any] = {
@@ -166,9 +180,12 @@ def build_app(state: FakeUpstream) -> web.Application:
                 "usage": usage,
                 "system_fingerprint": "fp_fake",
             }
-            return web.Response(
+            response = web.Response(
                 body=_dumps(body), content_type="application/json", headers={"x-request-id": "req_fake_json"}
             )
+            if request.headers.get("x-fake-gzip"):
+                response.enable_compression()
+            return response
         include_usage = bool((data.get("stream_options") or {}).get("include_usage"))
         null_usage = {"usage": None} if include_usage else {}
         head = {**base, "object": "chat.completion.chunk", "system_fingerprint": "fp_fake"}
@@ -176,7 +193,7 @@ def build_app(state: FakeUpstream) -> web.Application:
             _sse(
                 {
                     **head,
-                    "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
+                    "choices": [choice({"role": "assistant", "content": ""})],
                     **null_usage,
                 }
             )
@@ -200,10 +217,8 @@ def build_app(state: FakeUpstream) -> web.Application:
         else:
             deltas = [{"content": word} for word in CHAT_WORDS]
         for delta in deltas:
-            chunks.append(
-                _sse({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}], **null_usage})
-            )
-        chunks.append(_sse({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}], **null_usage}))
+            chunks.append(_sse({**head, "choices": [choice(delta)], **null_usage}))
+        chunks.append(_sse({**head, "choices": [choice({}, finish)], **null_usage}))
         if include_usage:
             chunks.append(_sse({**head, "choices": [], "usage": usage}))
         chunks.append(b"data: [DONE]\n\n")

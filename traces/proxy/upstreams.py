@@ -6,6 +6,7 @@ path reads; `TeamUpstreams` is what the in-process cache holds per team.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -15,6 +16,8 @@ from urllib.parse import urlsplit
 from config.crypto import decrypt_json
 
 from ..models import Upstream, UpstreamKind
+
+log = logging.getLogger(__name__)
 
 # Provider names stamped on traces when an OpenAI-compatible upstream names none (else the trace
 # pipeline infers the provider from the model name).
@@ -84,7 +87,12 @@ def target_for(upstream: Upstream) -> Target:
     provider = upstream.provider or KIND_PROVIDERS.get(upstream.kind, "")
     if not provider:
         provider = KNOWN_HOSTS.get((urlsplit(upstream.base_url).hostname or "").lower(), "")
-    secrets = stored_secrets(upstream)
+    try:
+        secrets = stored_secrets(upstream)
+    except ValueError:
+        # Encrypted with a key no longer in TRACERELAY_FERNET_KEYS: usable with the client's own credentials.
+        log.error("upstream %s (team %s): stored secrets cannot be decrypted", upstream.name, upstream.team_id)
+        secrets = {}
     headers = {**(upstream.headers or {}), **(secrets.get("headers") or {})}
     return Target(
         name=upstream.name,
