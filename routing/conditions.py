@@ -146,16 +146,21 @@ class Bindings:
 
 def to_cel(value: Any) -> Any:
     """A context value as CEL sees it: every number a double (bools stay bools)."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+    kind = type(value)
+    if kind is str or kind is float or kind is bool or value is None:
         return value
-    if isinstance(value, int | Decimal):
+    if kind is int or kind is Decimal:
         return float(value)
-    if isinstance(value, float):
-        return value
     if isinstance(value, Mapping):
         return {str(k): to_cel(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
+        if all(type(v) is str for v in value):
+            return value if kind is list else list(value)
         return [to_cel(v) for v in value]
+    if isinstance(value, bool | str | float):
+        return value
+    if isinstance(value, int | Decimal):
+        return float(value)
     return str(value)
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conditions import ALWAYS, Bindings
+from .conditions import ALWAYS, Bindings, CelPredicate
 from .conditions import Predicate as CompiledPredicate
 
 Predicate = Callable[[Mapping[str, Any]], bool]
@@ -83,9 +83,11 @@ class SamplingRule:
 
 
 def _cel_names(predicates: list[Any]) -> frozenset[str]:
+    """The names the CEL conditions read: the per-trace activation converts only these."""
     names: set[str] = set()
     for predicate in predicates:
-        names.update(getattr(predicate, "variables", ()))
+        if isinstance(predicate, CelPredicate):
+            names.update(predicate.variables)
     return frozenset(names)
 
 
