@@ -19,6 +19,7 @@ from rest_framework import serializers
 
 from integrations.models import Integration, Platform
 from integrations.registry import canonical_platform
+from integrations.selectors import integration_names_and_platforms
 from integrations.urlguard import UnsafeDestination, check_url
 from traces.serializers import TraceInSerializer
 
@@ -158,6 +159,9 @@ class DestinationChecker:
     """Validates destinations against the team's integrations (loaded once per request)."""
 
     def __init__(self, team_id: int) -> None:
+        # Every name a rule may use (the exporters' contract), and each integration's platform, for
+        # the checks that depend on it (a url only on webhooks, name/platform agreeing).
+        self.allowed = integration_names_and_platforms(team_id)
         rows = Integration.objects.filter(team_id=team_id).values_list("name", "platform")
         self.platform_of: dict[str, str] = {name: platform for name, platform in rows}
         self.platforms: set[str] = set(self.platform_of.values())
@@ -278,8 +282,9 @@ class DestinationChecker:
         if name in self.platform_of:
             return name, self.platform_of[name]
         platform = canonical_platform(name)
-        if platform is not None and (platform in self.platforms or (platform == Platform.WEBHOOK and has_url)):
-            return platform, platform
+        if platform is not None and (name in self.allowed or name.lower() in self.allowed):
+            if platform in self.platforms or (platform == Platform.WEBHOOK and has_url):
+                return platform, platform
         if platform == Platform.WEBHOOK:
             errors.setdefault(path, []).append(
                 f"'{name}' needs a url, or a webhook integration in this team to send to."
