@@ -10,6 +10,7 @@ so other processes pick the change up within `RECHECK_SECONDS`.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,6 +23,8 @@ from django.db.models import QuerySet
 from .conditions import Broken, ConditionError, compile_condition
 from .models import RoutingRule, RuleSet, SamplingPolicy
 from .router import CompiledRouting, CompiledRule, DestinationSpec, SamplingRule
+
+log = logging.getLogger(__name__)
 
 RECHECK_SECONDS = 2.0
 VERSIONS_TTL = 60  # seconds a version pair lives in the shared cache
@@ -181,12 +184,20 @@ def stored_versions(team_id: int) -> tuple[int, int]:
 
 
 def current_versions(team_id: int) -> tuple[int, int]:
-    cached = cache.get(versions_cache_key(team_id))
+    key = versions_cache_key(team_id)
+    try:
+        cached = cache.get(key)
+    except Exception:  # the cache is down: the database still knows
+        log.warning("routing: cache unavailable, reading rule versions from the database", exc_info=True)
+        return stored_versions(team_id)
     if cached is not None:
-        return tuple(cached)  # type: ignore[return-value]
+        return int(cached[0]), int(cached[1])
     versions = stored_versions(team_id)
     # add, not set: a PUT that committed meanwhile has written newer versions, which must win.
-    cache.add(versions_cache_key(team_id), list(versions), VERSIONS_TTL)
+    try:
+        cache.add(key, list(versions), VERSIONS_TTL)
+    except Exception:
+        log.warning("routing: could not cache rule versions", exc_info=True)
     return versions
 
 
@@ -239,4 +250,7 @@ def forget_compiled_routing(team_id: int | None = None) -> None:
 def publish_versions(team_id: int) -> None:
     """After a commit that changed rules or policy: tell every process (through the cache)."""
     forget_compiled_routing(team_id)
-    cache.set(versions_cache_key(team_id), list(stored_versions(team_id)), VERSIONS_TTL)
+    try:
+        cache.set(versions_cache_key(team_id), list(stored_versions(team_id)), VERSIONS_TTL)
+    except Exception:  # other processes notice when the old entry expires (VERSIONS_TTL)
+        log.warning("routing: could not publish new rule versions to the cache", exc_info=True)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from accounts.models import AuditEvent
 from routing import selectors
 from routing.models import Delivery, DeliveryStatus, RoutingRule, RuleSet, SamplingPolicy
 from routing.router import route
@@ -114,6 +115,8 @@ def test_a_rule_saved_in_the_admin_moves_the_version_and_routes_at_once(admin_cl
     response = admin_client.post("/admin/routing/routingrule/add/", rule_form(team))
     assert response.status_code == 302, response.content.decode()[:2000]
     assert RuleSet.objects.get(team=team).version == 1
+    event = AuditEvent.objects.get(action="routing.rule.create")
+    assert event.actor == "user:root" and event.target == "admin rule"
     compiled = selectors.compiled_routing(team.id)
     assert compiled is not before
     ctx = TraceRecord(trace_id="t", team_id=team.id, model="m", status="error").condition_context()

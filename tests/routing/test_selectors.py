@@ -157,3 +157,29 @@ def test_the_default_policy_is_unsaved(team):
     policy = selectors.sampling_policy(team.id)
     assert policy.pk is None and policy.default_sample_rate == 1.0
     assert not SamplingPolicy.objects.exists()
+
+
+class BrokenCache:
+    def __getattr__(self, name):
+        def fail(*args, **kwargs):
+            raise ConnectionError("redis is down")
+
+        return fail
+
+
+def test_a_dead_cache_falls_back_to_the_database(team, clock, monkeypatch):
+    services.routing_rules_replace(team_id=team.id, rules=[rule("a", "x")], actor="test")
+    monkeypatch.setattr(selectors, "cache", BrokenCache())
+    assert route(ctx(), selectors.compiled_routing(team.id)).destinations == ["x"]
+    RuleSet.objects.filter(team=team).update(version=7)
+    RoutingRule.objects.filter(team=team).update(destinations=[{"name": "y", "sample_rate": 1.0, "tags": []}])
+    clock[0] += selectors.RECHECK_SECONDS + 0.1
+    assert route(ctx(), selectors.compiled_routing(team.id)).destinations == ["y"]
+
+
+def test_a_put_still_stores_when_the_cache_is_dead(team, monkeypatch, django_capture_on_commit_callbacks):
+    monkeypatch.setattr(selectors, "cache", BrokenCache())
+    with django_capture_on_commit_callbacks(execute=True):
+        header, _ = services.routing_rules_replace(team_id=team.id, rules=[rule("a", "x")], actor="test")
+    assert header.version == 1
+    assert route(ctx(), selectors.compiled_routing(team.id)).destinations == ["x"]
