@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 from django.core.cache import cache
@@ -11,6 +12,11 @@ from .models import ApiKey, Team
 from .principals import KeyPrincipal
 
 KEY_CACHE_TTL = 60  # seconds; revocation deletes the entry, so this only bounds staleness across caches
+# Each process also keeps principals a few seconds in memory: a Redis round trip per request is a
+# tenth of the ingest path's cost. Revocation clears this process at once, others within LOCAL_TTL.
+LOCAL_TTL = 5.0
+LOCAL_MAX = 10_000
+_local: dict[str, tuple[float, KeyPrincipal]] = {}
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 _MISSING = "missing"
 
@@ -27,6 +33,19 @@ def principal_for_key(raw: str) -> KeyPrincipal | None:
     if keys.parse(raw) is None:
         return None
     digest = keys.digest(raw)
+    now = time.monotonic()
+    hit = _local.get(digest)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    principal = _principal_from_shared_cache_or_db(digest)
+    if principal is not None:
+        if len(_local) >= LOCAL_MAX:
+            _local.clear()
+        _local[digest] = (now + LOCAL_TTL, principal)
+    return principal
+
+
+def _principal_from_shared_cache_or_db(digest: str) -> KeyPrincipal | None:
     cached = cache.get(_cache_key(digest))
     if cached == _MISSING:
         return None
@@ -64,6 +83,7 @@ def touch_last_used(key_id: int) -> None:
 
 
 def forget_key(digest: str) -> None:
+    _local.pop(digest, None)
     cache.delete(_cache_key(digest))
 
 

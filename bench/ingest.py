@@ -1,0 +1,267 @@
+"""Ingest throughput: traces/s and accept latency for single POSTs and batches of 100 and 1,000.
+
+    .venv/bin/python bench/ingest.py                 # starts its own server on Postgres + Redis
+    .venv/bin/python bench/ingest.py --url http://127.0.0.1:8000 --key tr_prod_...
+
+Without --url it makes a fresh database `tracerelay_bench` on the local Postgres (DATABASE_URL's
+server, default postgres@127.0.0.1:5432), migrates it, creates a team with a routing rule (so
+every trace gets a Delivery row in the same transaction: "stored durably with routing decided"),
+and serves `config.asgi:application` with uvicorn exactly as bin/run does (uvloop, httptools,
+one worker per core). Celery tasks go to Redis database 9 and are purged at the end: no worker
+consumes them, the bench measures the accept path only. The load generator (aiohttp) runs on the
+same machine and competes for its cores; the figures are therefore a floor.
+
+At the end it counts the stored rows: every accepted trace must be in the database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+
+@dataclass
+class Result:
+    name: str
+    concurrency: int
+    traces: int
+    requests: int
+    errors: int
+    seconds: float
+    latencies_ms: list[float]
+
+    @property
+    def rate(self) -> float:
+        return self.traces / self.seconds if self.seconds else 0.0
+
+    def line(self) -> str:
+        lat = sorted(self.latencies_ms) or [0.0]
+        p50 = statistics.median(lat)
+        p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+        return (
+            f"{self.name:<14} c={self.concurrency:<3} {self.rate:>9,.0f} traces/s  "
+            f"{self.requests / self.seconds:>7,.0f} req/s  p50 {p50:>7.1f} ms  p99 {p99:>7.1f} ms"
+            + (f"  ERRORS {self.errors}" if self.errors else "")
+        )
+
+
+def trace(i: int) -> dict[str, Any]:
+    return {
+        "model": "gpt-4o-mini" if i % 3 else "claude-3-5-sonnet-20241022",
+        "prompt_tokens": 120 + i % 50,
+        "completion_tokens": 40 + i % 20,
+        "latency_ms": 350 + i % 500,
+        "status": "error" if i % 17 == 0 else "success",
+        "tags": ["bench", "checkout" if i % 2 else "search"],
+        "metadata": {"customer": f"c{i % 100}", "region": "eu"},
+        "input": [{"role": "user", "content": "Summarise the order history of this customer in two lines."}],
+        "output": "Two orders in March, one refund in April.",
+    }
+
+
+async def run(url: str, key: str, batch: int, concurrency: int, seconds: float, warmup: float) -> Result:
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    if batch == 1:
+        path, bodies = "/api/v1/traces", [orjson.dumps(trace(i)) for i in range(200)]
+    else:
+        path = "/api/v1/traces/batch"
+        bodies = [orjson.dumps({"traces": [trace(i * batch + j) for j in range(batch)]}) for i in range(8)]
+    latencies: list[float] = []
+    counts = {"traces": 0, "requests": 0, "errors": 0}
+    connector = aiohttp.TCPConnector(limit=concurrency, force_close=False)
+    timeout = aiohttp.ClientTimeout(total=120)
+    async with aiohttp.ClientSession(url, connector=connector, timeout=timeout, headers=headers) as session:
+        start = time.perf_counter()
+        measure_from = start + warmup
+        stop_at = measure_from + seconds
+
+        async def client(n: int) -> None:
+            i = n
+            while True:
+                now = time.perf_counter()
+                if now >= stop_at:
+                    return
+                body = bodies[i % len(bodies)]
+                i += concurrency
+                t0 = time.perf_counter()
+                async with session.post(path, data=body) as resp:
+                    await resp.read()
+                    ok = resp.status in (200, 201)
+                t1 = time.perf_counter()
+                if t0 >= measure_from and t1 <= stop_at:
+                    counts["requests"] += 1
+                    latencies.append((t1 - t0) * 1000)
+                    if ok:
+                        counts["traces"] += batch
+                    else:
+                        counts["errors"] += 1
+
+        await asyncio.gather(*(client(n) for n in range(concurrency)))
+    return Result(
+        "single POST" if batch == 1 else f"batch of {batch}",
+        concurrency,
+        counts["traces"],
+        counts["requests"],
+        counts["errors"],
+        seconds,
+        latencies,
+    )
+
+
+class Server:
+    """A throwaway database and a uvicorn like bin/run's, on Postgres and Redis."""
+
+    def __init__(self, port: int, workers: int) -> None:
+        self.port = port
+        self.workers = workers
+        base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tracerelay")
+        self.database_url = base.rsplit("/", 1)[0] + "/tracerelay_bench"
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": self.database_url,
+            "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/9"),
+            "TRACERELAY_DATA_DIR": "/tmp/tracerelay-bench-data",
+            "DATABASE_POOL_MAX": "16",
+            "LOG_LEVEL": "WARNING",
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [PY, "manage.py", *args], cwd=ROOT, env=self.env, check=True, capture_output=True, text=True
+        )
+        return done.stdout
+
+    def prepare(self) -> str:
+        import psycopg
+
+        admin_url = self.database_url.rsplit("/", 1)[0] + "/postgres"
+        with psycopg.connect(admin_url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS tracerelay_bench WITH (FORCE)")
+            conn.execute("CREATE DATABASE tracerelay_bench")
+        self.manage("migrate", "--noinput", "-v", "0")
+        key = self.manage("apikey", "create", "--team", "bench", "--environment", "production", "--create-team")
+        self.manage(
+            "shell",
+            "-c",
+            "from accounts.models import Team; from routing.models import RoutingRule;"
+            "t = Team.objects.get(name='bench');"
+            "RoutingRule.objects.create(team=t, name='errors', conditions={'status': 'error'}, priority=10,"
+            " destinations=[{'name': 'langfuse', 'sample_rate': 1.0, 'tags': [], 'fallback': []}]);"
+            "RoutingRule.objects.create(team=t, name='all', priority=20,"
+            " destinations=[{'name': 'webhook', 'sample_rate': 1.0, 'tags': [], 'fallback': []}])",
+        )
+        return key.strip().splitlines()[-1]
+
+    def start(self) -> str:
+        self.process = subprocess.Popen(
+            [
+                str(ROOT / ".venv/bin/uvicorn"),
+                "config.asgi:application",
+                "--loop",
+                "uvloop",
+                "--http",
+                "httptools",
+                "--workers",
+                str(self.workers),
+                "--port",
+                str(self.port),
+                "--no-access-log",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            start_new_session=True,
+        )
+        url = f"http://127.0.0.1:{self.port}"
+        import urllib.request
+
+        for _ in range(150):
+            try:
+                urllib.request.urlopen(url + "/healthz", timeout=1)
+                return url
+            except OSError:
+                time.sleep(0.2)
+        raise SystemExit("the server did not come up")
+
+    def stored(self) -> tuple[int, int]:
+        out = self.manage(
+            "shell",
+            "-c",
+            "from traces.models import Trace; from routing.models import Delivery;"
+            "print(Trace.objects.count(), Delivery.objects.count())",
+        )
+        traces, deliveries = out.split()
+        return int(traces), int(deliveries)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(20)
+        try:
+            import redis
+
+            redis.Redis.from_url(self.env["REDIS_URL"]).flushdb()
+        except Exception as exc:  # the bench result stands; the queue is only leftovers
+            print(f"(could not purge the bench Redis database: {exc})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", help="Target a running server instead of starting one.")
+    parser.add_argument("--key", help="A production API key of the target (with --url).")
+    parser.add_argument("--port", type=int, default=18080)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="uvicorn workers (default: cores)")
+    parser.add_argument("--seconds", type=float, default=5.0, help="Measured time per scenario.")
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--quick", action="store_true", help="One concurrency per scenario, 2 s each.")
+    args = parser.parse_args()
+
+    server = None
+    if args.url:
+        if not args.key:
+            parser.error("--url needs --key")
+        url, key = args.url.rstrip("/"), args.key
+    else:
+        server = Server(args.port, args.workers)
+        key = server.prepare()
+        url = server.start()
+    scenarios = [(1, [1, 16, 64]), (100, [1, 4, 8]), (1000, [1, 2, 4])]
+    if args.quick:
+        scenarios = [(1, [32]), (100, [4]), (1000, [2])]
+        args.seconds = 2.0
+    print(f"tracerelay ingest bench: {url}, {os.cpu_count()} cores, {args.seconds:g} s per scenario")
+    sent = 0
+    try:
+        for batch, concurrencies in scenarios:
+            for concurrency in concurrencies:
+                result = asyncio.run(run(url, key, batch, concurrency, args.seconds, args.warmup))
+                sent += result.traces
+                print(result.line(), flush=True)
+        if server is not None:
+            traces, deliveries = server.stored()
+            print(f"stored: {traces:,} traces, {deliveries:,} outbox rows (accepted in measured windows: {sent:,})")
+    finally:
+        if server is not None:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
