@@ -17,6 +17,8 @@ States: pending → sending → delivered | pending (retry) | failed (a fallback
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -28,13 +30,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import F, Q, Subquery
+from django.db.models import F, Q
 from django.utils import timezone
 
 from integrations.exporters.base import Exporter, ExportError, Target
@@ -219,6 +222,7 @@ class DeliveryReport:
 
 
 _ROW_FIELDS = ("id", "team_id", "trace_id", "destination", "spec", "rule_name", "next_attempt_at", "attempts")
+_CLAIM_COLUMNS = ("id", "team_id", "trace_id", "destination", "spec", "rule_name", "attempts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,8 +240,9 @@ def deliver_batch(delivery_ids: Sequence[int], *, client: httpx.Client | None = 
     if not ids:
         return report
     now = timezone.now()
-    rows = list(Delivery.objects.filter(pk__in=ids, status=DeliveryStatus.PENDING).values(*_ROW_FIELDS))
-    due = [r for r in rows if r["next_attempt_at"] <= now + EARLY_SLACK]
+    # By primary key only (status is tested here): see `_claim` on why the status index is avoided.
+    rows = Delivery.objects.filter(pk__in=ids).values(*_ROW_FIELDS, "status")
+    due = [r for r in rows if r["status"] == DeliveryStatus.PENDING and r["next_attempt_at"] <= now + EARLY_SLACK]
     report.skipped += len(ids) - len(due)
 
     groups: dict[tuple[int, str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -250,6 +255,29 @@ def deliver_batch(delivery_ids: Sequence[int], *, client: httpx.Client | None = 
     return report
 
 
+# Resolved destinations, per process, for a few seconds: resolving costs queries and a decryption,
+# and a busy worker would repeat them for every task. An integration edit is seen within the TTL.
+RESOLVE_TTL_S = 5.0
+_resolved: dict[tuple[int, str], tuple[float, Integration | None, Target]] = {}
+
+
+def _resolve(team_id: int, spec: Mapping[str, Any]) -> tuple[Integration | None, Target]:
+    key = (team_id, _spec_key(spec))
+    now = time.monotonic()
+    hit = _resolved.get(key)
+    if hit is not None and now - hit[0] < RESOLVE_TTL_S:
+        return hit[1], hit[2]
+    integration, target = resolve_target(team_id, spec)
+    if len(_resolved) > 10_000:
+        _resolved.clear()
+    _resolved[key] = (now, integration, target)
+    return integration, target
+
+
+def forget_resolved() -> None:
+    _resolved.clear()
+
+
 def _spec_key(spec: Mapping[str, Any]) -> str:
     # Rows of one destination may differ in tags or webhook url (routed by different rules);
     # the fallback chain and sample rate do not change how a row is sent.
@@ -260,7 +288,7 @@ def _deliver_group(
     team_id: int, destination: str, rows: list[dict[str, Any]], http: httpx.Client, report: DeliveryReport
 ) -> None:
     try:
-        integration, target = resolve_target(team_id, rows[0]["spec"])
+        integration, target = _resolve(team_id, rows[0]["spec"])
         cls = exporter_class(target.platform)
         sender = _Sender(integration, target, cls(target, http), RetryPolicy.from_integration(integration))
     except (LookupError, KeyError) as exc:
@@ -303,9 +331,9 @@ def _send_chunk(
         if probe:
             cache.delete(breaker.probe_key)
         return
-    traces = Trace.objects.in_bulk([r["trace_id"] for r in claimed])
-    present = [r for r in claimed if r["trace_id"] in traces]
-    records = [TraceRecord.from_trace(traces[r["trace_id"]]) for r in present]
+    records_by_trace = _records([r["trace_id"] for r in claimed])
+    present = [r for r in claimed if r["trace_id"] in records_by_trace]
+    records = [records_by_trace[r["trace_id"]] for r in present]
     integration_id = sender.integration.pk if sender.integration is not None else None
     try:
         sender.exporter.export(records)
@@ -358,6 +386,19 @@ def _failed(
         report.retried += _retry(retrying, token, message, error, policy, integration_id)
 
 
+@functools.cache
+def _record_columns() -> tuple[str, ...]:
+    """The Trace columns a `TraceRecord` is made of (not the routing decisions and other bulk)."""
+    wanted = {f.name for f in dataclasses.fields(TraceRecord)}
+    return ("id", *(f.attname for f in Trace._meta.concrete_fields if f.attname in wanted))
+
+
+def _records(trace_pks: Sequence[Any]) -> dict[Any, TraceRecord]:
+    """The traces as exporters see them; plain values, not model instances (this is the hot path)."""
+    rows = Trace.objects.filter(pk__in=list(trace_pks)).values(*_record_columns())
+    return {row["id"]: TraceRecord.from_trace(SimpleNamespace(**row)) for row in rows}
+
+
 def _error_text(error: ExportError) -> str:
     text = error.message or str(error) or type(error).__name__
     if error.status_code and str(error.status_code) not in text:
@@ -375,29 +416,54 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 
 def _claim(ids: Sequence[int]) -> tuple[uuid.UUID, list[dict[str, Any]]]:
-    """pending & due → sending with a fresh token; returns the rows this call won.
+    """pending & due → sending with a fresh token, in ONE statement; returns the rows this call won.
 
     The WHERE on status makes the UPDATE the lock: of two workers racing for a row, the second's
-    UPDATE finds it no longer pending (Postgres re-checks the condition after the first commits).
-    On Postgres, SKIP LOCKED also spares the loser from waiting on rows being claimed.
+    UPDATE finds it no longer pending (Postgres re-checks the condition once the first commits).
+    On Postgres, SKIP LOCKED also spares the loser from waiting on rows being claimed. RETURNING
+    hands back the claimed rows without a second query (Postgres, and SQLite ≥ 3.35).
     """
     token = uuid.uuid4()
+    if not ids:
+        return token, []
     now = timezone.now()
-    due = Q(pk__in=list(ids), status=DeliveryStatus.PENDING, next_attempt_at__lte=now + EARLY_SLACK)
-    values = {
-        "status": DeliveryStatus.SENDING,
-        "claimed_at": now,
-        "claim_token": token,
-        "updated_at": now,
-        "attempts": F("attempts") + 1,
-    }
+    meta = Delivery._meta
+    table = connection.ops.quote_name(meta.db_table)
+
+    def prep(field: str, value: Any) -> Any:
+        return meta.get_field(field).get_db_prep_value(value, connection)
+
+    marks = ", ".join(["%s"] * len(ids))
+    set_sql = "status = %s, claimed_at = %s, claim_token = %s, updated_at = %s, attempts = attempts + 1"
+    set_params = [
+        DeliveryStatus.SENDING.value,
+        prep("claimed_at", now),
+        prep("claim_token", token),
+        prep("updated_at", now),
+    ]
+    due_params = [DeliveryStatus.PENDING.value, prep("next_attempt_at", now + EARLY_SLACK)]
+    returning = ", ".join(f"{table}.{c}" for c in _CLAIM_COLUMNS)
     if connection.features.has_select_for_update_skip_locked:
-        with transaction.atomic():
-            lockable = Delivery.objects.filter(due).select_for_update(skip_locked=True).values("pk")
-            Delivery.objects.filter(pk__in=Subquery(lockable)).filter(status=DeliveryStatus.PENDING).update(**values)
+        # Lock by primary key only, and test status on the locked copy: a condition on status that
+        # the planner could answer from the status index would scan every pending row in a backlog.
+        sql = (
+            f"WITH locked AS MATERIALIZED (SELECT id, status, next_attempt_at FROM {table}"
+            f" WHERE id IN ({marks}) FOR UPDATE SKIP LOCKED)"
+            f" UPDATE {table} SET {set_sql} FROM locked WHERE {table}.id = locked.id"
+            f" AND locked.status = %s AND locked.next_attempt_at <= %s RETURNING {returning}"
+        )
+        params = [*ids, *set_params, *due_params]
     else:
-        Delivery.objects.filter(due).update(**values)
-    claimed = list(Delivery.objects.filter(pk__in=list(ids), claim_token=token).values(*_ROW_FIELDS))
+        sql = (
+            f"UPDATE {table} SET {set_sql} WHERE id IN ({marks}) AND status = %s AND next_attempt_at <= %s"
+            f" RETURNING {returning}"
+        )
+        params = [*set_params, *ids, *due_params]
+    # A raw queryset applies the fields' converters (JSON, UUID, datetimes) to what RETURNING gives.
+    claimed = [
+        {"id": d.pk, **{name: getattr(d, name) for name in _CLAIM_COLUMNS if name != "id"}}
+        for d in Delivery.objects.raw(sql, params)
+    ]
     return token, claimed
 
 

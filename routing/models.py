@@ -65,8 +65,10 @@ class DeliveryStatus(models.TextChoices):
 class Delivery(models.Model):
     """The outbox: one row per trace and destination, written in the trace's transaction."""
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="deliveries")
-    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="deliveries")
+    # No single-column indexes on team and trace: the composite indexes below lead with them, and
+    # every index is written on every status change of a hot table.
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="deliveries", db_index=False)
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="deliveries", db_index=False)
     destination = models.CharField(max_length=200, help_text="Integration name, or platform for ad-hoc targets.")
     integration = models.ForeignKey(
         "integrations.Integration", null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries"
@@ -98,7 +100,12 @@ class Delivery(models.Model):
             models.UniqueConstraint(fields=["trace", "destination"], name="delivery_unique_trace_destination")
         ]
         indexes = [
-            models.Index(fields=["status", "next_attempt_at"], name="delivery_due"),
+            # Only rows still in flight: delivered/failed/dead rows (nearly all of them) stay out of it.
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=models.Q(status__in=["pending", "sending"]),
+                name="delivery_due",
+            ),
             # The API lists newest first by id (cursor = last id seen).
             models.Index(fields=["team", "-id"], name="delivery_team_feed"),
             models.Index(fields=["team", "status", "-id"], name="delivery_team_status"),

@@ -43,6 +43,13 @@ def published(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_resolutions():
+    delivery.forget_resolved()
+    yield
+    delivery.forget_resolved()
+
+
+@pytest.fixture(autouse=True)
 def _own_cache_namespace(settings):
     """Circuit breakers live in the shared Redis: give each test a key prefix of its own
     (never ``cache.clear()``, which would flush the database other people's tests use)."""

@@ -132,6 +132,7 @@ class WebhookSink:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out in two writes
 
             def log_message(self, *args: Any) -> None:
                 pass
