@@ -26,3 +26,7 @@ TRACERELAY_PROXY_WRITER_BATCH = env.int("TRACERELAY_PROXY_WRITER_BATCH", default
 TRACERELAY_PROXY_WRITER_INTERVAL = env.float("TRACERELAY_PROXY_WRITER_INTERVAL", default=0.1)
 TRACERELAY_PROXY_WRITER_QUEUE_MAX = env.int("TRACERELAY_PROXY_WRITER_QUEUE_MAX", default=100_000)
 TRACERELAY_PROXY_SPOOL_DIR = env.str("TRACERELAY_PROXY_SPOOL_DIR", default=str(DATA_DIR / "proxy-spool"))
+
+# sys.setswitchinterval for the web processes (seconds): how long the writer thread may hold the GIL
+# while the event loop waits for it (see traces/proxy/app.py).
+TRACERELAY_PROXY_SWITCH_INTERVAL = env.float("TRACERELAY_PROXY_SWITCH_INTERVAL", default=0.0005)

@@ -24,6 +24,7 @@ class ProxySettings:
     spool_dir: Path
     max_tags: int
     max_metadata_keys: int
+    switch_interval: float
 
     @classmethod
     def from_django(cls) -> ProxySettings:
@@ -42,4 +43,5 @@ class ProxySettings:
             spool_dir=Path(settings.TRACERELAY_PROXY_SPOOL_DIR),
             max_tags=settings.TRACE_MAX_TAGS,
             max_metadata_keys=settings.TRACE_MAX_METADATA_KEYS,
+            switch_interval=settings.TRACERELAY_PROXY_SWITCH_INTERVAL,
         )

@@ -182,6 +182,7 @@ class TraceWriter:
         self._down_until = 0.0  # while the database is out, batches go straight to the spool
         self._backoff = 0.0
         self._next_replay_check = 0.0
+        self._wake = threading.Event()
 
     # -- the event loop's side ------------------------------------------------------------------
 
@@ -210,6 +211,7 @@ class TraceWriter:
             return True
         done = threading.Event()
         self._queue.put(done)
+        self._wake.set()
         return done.wait(timeout)
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -220,6 +222,7 @@ class TraceWriter:
         self._thread = None
         if thread.is_alive():
             self._queue.put(_STOP)
+            self._wake.set()
             thread.join(timeout)
             if thread.is_alive():
                 log.error("proxy trace writer did not drain within %.0fs", timeout)
@@ -243,14 +246,20 @@ class TraceWriter:
         close_old_connections()
 
     def _collect(self) -> tuple[list[Capture], list[threading.Event], bool]:
-        """Up to ``batch_size`` captures: wait for a first one, then up to ``interval`` for company."""
+        """Up to ``batch_size`` captures: wait for a first one, sleep ``interval``, take what came.
+
+        Sleeping rather than waiting item by item matters: every wake-up of this thread has to win
+        the GIL back from the event loop, so the writer wakes a few times a second, not per call.
+        """
         batch: list[Capture] = []
         markers: list[threading.Event] = []
         try:
             item = self._queue.get(timeout=REPLAY_CHECK_INTERVAL)
         except queue.Empty:
             return batch, markers, False
-        deadline = time.monotonic() + self.interval
+        if not isinstance(item, threading.Event) and item is not _STOP and self._queue.qsize() < self.batch_size:
+            self._wake.wait(self.interval)  # cut short by flush() and stop()
+            self._wake.clear()
         while True:
             if item is _STOP:
                 return batch, markers, True
@@ -260,9 +269,8 @@ class TraceWriter:
             batch.append(item)
             if len(batch) >= self.batch_size:
                 return batch, markers, False
-            remaining = deadline - time.monotonic()
             try:
-                item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
+                item = self._queue.get_nowait()
             except queue.Empty:
                 return batch, markers, False
 
