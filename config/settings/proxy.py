@@ -1,5 +1,6 @@
 """The OpenAI-compatible proxy (traces/proxy, served by the lean ASGI path in config/asgi.py)."""
 
+from .base import SPECTACULAR_SETTINGS
 from .env import DATA_DIR, env
 
 # Built-in upstreams, used when a team has no default of its own. Tests point these at fakes.
@@ -30,3 +31,9 @@ TRACERELAY_PROXY_SPOOL_DIR = env.str("TRACERELAY_PROXY_SPOOL_DIR", default=str(D
 # sys.setswitchinterval for the web processes (seconds): how long the writer thread may hold the GIL
 # while the event loop waits for it (see traces/proxy/app.py).
 TRACERELAY_PROXY_SWITCH_INTERVAL = env.float("TRACERELAY_PROXY_SWITCH_INTERVAL", default=0.0005)
+
+# The proxy is served before Django (config/asgi.py): a hook adds its paths to the OpenAPI document.
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
+    *SPECTACULAR_SETTINGS.get("POSTPROCESSING_HOOKS", ["drf_spectacular.hooks.postprocess_schema_enums"]),
+    "traces.proxy.openapi.add_proxy_paths",
+]

@@ -140,10 +140,16 @@ def test_ci_keys_and_no_key_are_refused(ci_api, anon_api):
     assert anon_api.get("/api/v1/upstreams").status_code == 401
 
 
-def test_the_openapi_schema_documents_the_upstreams_api(api):
+def test_the_openapi_schema_documents_the_upstreams_api_and_the_proxy(api):
     schema = api.get("/api/v1/schema/?format=json").json()
     assert {"get", "post"} <= set(schema["paths"]["/api/v1/upstreams"])
     assert {"get", "patch", "delete"} <= set(schema["paths"]["/api/v1/upstreams/{upstream_id}"])
+    proxy = schema["paths"]["/api/v1/proxy/{path}"]["post"]
+    assert {p["name"] for p in proxy["parameters"]} >= {"path", "X-Service-Metadata", "X-Service-Upstream"}
+    assert "X-Service-ID" in proxy["responses"]["200"]["headers"]
+    assert "/api/v1/proxy/anthropic/{path}" in schema["paths"]
+    assert "/api/v1/proxy/u/{upstream}/{path}" in schema["paths"]
+    assert schema["components"]["securitySchemes"]["ServiceKey"]["name"] == "X-Service-Key"
 
 
 def test_the_admin_creates_and_edits_upstreams_with_an_encrypted_key(client, team, django_user_model):
