@@ -24,6 +24,7 @@ import difflib
 import json
 import math
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -308,6 +309,33 @@ def _bound_names(tokens: Sequence[Token]) -> set[str]:
     return names
 
 
+MAX_COMPREHENSION_DEPTH = 2
+MAX_EVALUATION_SECONDS = 0.02
+
+
+def _comprehension_depth(tokens: Sequence[Token]) -> tuple[int, int | None]:
+    """The deepest nesting of exists/all/map/filter calls, and where the first too-deep one starts.
+
+    Nested comprehensions multiply: four levels over a trace's 50 tags are 6 million steps."""
+    depth = 0
+    frames: list[int] = []  # paren depth at which each open comprehension's argument list closes
+    deepest, where = 0, None
+    for i, tok in enumerate(tokens):
+        if tok.text == "(":
+            depth += 1
+            if i >= 2 and tokens[i - 1].kind == "ident" and tokens[i - 1].text in _MACROS and tokens[i - 2].text == ".":
+                frames.append(depth)
+                if len(frames) > deepest:
+                    deepest = len(frames)
+                    if deepest > MAX_COMPREHENSION_DEPTH and where is None:
+                        where = tokens[i - 1].start
+        elif tok.text == ")":
+            if frames and frames[-1] == depth:
+                frames.pop()
+            depth -= 1
+    return deepest, where
+
+
 def _first_use(tokens: Sequence[Token], name: str, *, call: bool) -> int | None:
     for i, tok in enumerate(tokens):
         if tok.kind != "ident" or tok.text != name:
@@ -414,9 +442,50 @@ def compile_cel(source: str) -> CelPredicate:
             f"Unknown function '{name}'{where}{suggestion}", offset + 1 if offset is not None else None
         )
 
+    depth, offset = _comprehension_depth(tokens)
+    if depth > MAX_COMPREHENSION_DEPTH:
+        where = f" at {_where(source, offset)}" if offset is not None else ""
+        raise ConditionError(
+            f"Comprehensions (exists, all, map, filter) nest at most {MAX_COMPREHENSION_DEPTH} deep{where}: "
+            "deeper ones are too slow to run on every trace.",
+            offset + 1 if offset is not None else None,
+        )
+
     predicate = CelPredicate(source, program, frozenset(used & VARIABLES))
     _probe(predicate)
+    if depth:
+        _time_worst_case(predicate)
     return predicate
+
+
+_WORST_CASE: dict[str, Any] = {
+    **_PROBE_CONTEXT,
+    "tags": [f"tag-{i:03d}" for i in range(50)],
+    "metadata": {f"key-{i:02d}": f"value-{i:02d}" for i in range(64)},
+}
+
+
+def _time_worst_case(predicate: CelPredicate) -> None:
+    """A condition with comprehensions runs once on the largest trace the limits allow (50 tags,
+    64 metadata keys); one that takes longer than `MAX_EVALUATION_SECONDS` is refused."""
+    values = {n: to_cel(_WORST_CASE[n]) for n in predicate.variables}
+    best = math.inf
+    for _ in range(2):
+        start = time.perf_counter()
+        try:
+            predicate.program.execute(values)
+        except Exception:  # errors are for run time to report; only the time matters here
+            pass
+        best = min(best, time.perf_counter() - start)
+        if best <= MAX_EVALUATION_SECONDS:
+            return
+        if best > 2 * MAX_EVALUATION_SECONDS:
+            break  # not a hiccup: no need to spend that time again
+    raise ConditionError(
+        f"This condition is too slow to run on every trace ({best * 1000:.0f} ms on a trace with 50 tags and 64 "
+        f"metadata keys; the limit is {MAX_EVALUATION_SECONDS * 1000:.0f} ms). Simplify its exists/all/map/filter.",
+        None,
+    )
 
 
 def _probe(predicate: CelPredicate) -> None:

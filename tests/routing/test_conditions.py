@@ -467,3 +467,28 @@ def test_object_and_cel_forms_agree(data, pair):
     obj, expr = pair
     values = ctx(**data)
     assert compile_condition(obj)(values) is compile_condition(expr)(values)
+
+
+# --- Cost limits: a rule runs on every trace -----------------------------------------------------
+
+
+def test_comprehensions_nest_at_most_two_deep():
+    assert matches('tags.exists(a, tags.exists(b, a == "beta" && b == "checkout"))')
+    error = error_of("tags.all(a, tags.all(b, tags.all(c, a != c)))")
+    assert error.position == 30
+    assert "nest at most 2 deep at column 30" in error.message
+
+
+def test_chained_comprehensions_are_not_nested():
+    assert matches('tags.map(t, t + "!").filter(t, t.startsWith("b")).exists(t, t == "beta!")')
+
+
+def test_a_condition_too_slow_for_every_trace_is_refused():
+    numbers = "[" + ",".join(str(i) for i in range(450)) + "]"
+    error = error_of(f"{numbers}.all(a, {numbers}.all(b, a + b >= 0))")
+    assert "too slow to run on every trace" in error.message
+
+
+def test_deep_nesting_is_a_syntax_error_not_a_crash():
+    error = error_of("(" * 500 + "true" + ")" * 500)
+    assert error.message.startswith("Syntax error")
