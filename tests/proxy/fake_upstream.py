@@ -7,7 +7,10 @@ the scenario:
 - ``error-429`` / ``error-500``: the provider's error body, with rate-limit headers on 429;
 - ``slow``: waits `SLOW_SECONDS` before answering (timeouts);
 - ``slow-stream``: sends one chunk, then a keep-alive comment every 50 ms for 10 s (disconnects);
-- ``stall-stream``: sends one chunk, then nothing for `SLOW_SECONDS` (timeouts mid-stream).
+- ``stall-stream``: sends one chunk, then nothing for `SLOW_SECONDS` (timeouts mid-stream);
+- ``drop-stream``: sends one chunk, then drops the connection.
+
+``GET /v1/broken-download`` starts a chunked binary body and drops the connection half-way.
 
 A request with the header ``x-fake-gzip: 1`` gets a compressed answer when it accepts one.
 
@@ -124,6 +127,9 @@ def build_app(state: FakeUpstream) -> web.Application:
         try:
             for i, chunk in enumerate(chunks):
                 await response.write(chunk)
+                if slow == "drop-stream" and i == 0:
+                    request.transport.abort()
+                    return response
                 if slow == "stall-stream" and i == 0:
                     await asyncio.sleep(SLOW_SECONDS)
                 elif slow and i == 0:
@@ -145,7 +151,7 @@ def build_app(state: FakeUpstream) -> web.Application:
         error = await scenario_errors(model)
         if error is not None:
             return error
-        if model in ("slow-stream", "stall-stream"):
+        if model in ("slow-stream", "stall-stream", "drop-stream"):
             first = {"id": "chatcmpl-slow", "object": "chat.completion.chunk", "created": CREATED, "model": model}
             chunk = {**first, "choices": [choice({"role": "assistant", "content": "Hel"})]}
             return await stream(request, [_sse(chunk), b"data: [DONE]\n\n"], slow=model)
@@ -396,7 +402,17 @@ def build_app(state: FakeUpstream) -> web.Application:
             content_type="application/json",
         )
 
+    async def broken_download(request: web.Request) -> web.StreamResponse:
+        await record(request)
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        await response.prepare(request)
+        await response.write(b"\x00" * 4096)
+        await asyncio.sleep(0.05)
+        request.transport.abort()
+        return response
+
     app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_get("/v1/broken-download", broken_download)
     app.router.add_post("/v1/chat/completions", chat)
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/v1/embeddings", embeddings)

@@ -223,3 +223,25 @@ def test_a_client_that_hangs_up_mid_stream_cancels_the_upstream_call(http, proxy
     assert trace.error_type == "client_disconnected"
     assert trace.output == {"role": "assistant", "content": "Hel"}
     assert trace.latency_ms < 5000
+
+
+def test_an_upstream_that_drops_mid_stream_ends_the_stream_with_an_error(openai_client, proxy):
+    raw = openai_client.chat.completions.with_raw_response.create(model="drop-stream", messages=HELLO, stream=True)
+    with pytest.raises(openai.APIError) as raised:
+        list(raw.parse())
+    assert "broke off" in str(raised.value)
+
+    trace = proxy.trace(raw.headers["x-service-id"])
+    assert trace.status == "error"
+    assert trace.error_type == "upstream_disconnected"
+
+
+def test_a_download_cut_short_is_not_passed_on_as_complete(http, proxy):
+    with pytest.raises(httpx.RemoteProtocolError):
+        with http.stream("GET", "/broken-download") as response:
+            trace_id = response.headers["x-service-id"]
+            b"".join(response.iter_bytes())
+
+    trace = proxy.trace(trace_id)
+    assert trace.status == "error"
+    assert trace.error_type == "upstream_disconnected"

@@ -383,10 +383,12 @@ class ProxyApp:
             timeout = isinstance(exc, TimeoutError)
             capture.error_type = "upstream_timeout" if timeout else "upstream_disconnected"
             capture.error_message = f"{capture.target.name} {'went silent' if timeout else 'broke off'} mid-stream."
-            tail = usage_filter.flush() if usage_filter is not None else b""
             if is_sse:
+                tail = usage_filter.flush() if usage_filter is not None else b""
                 tail += _sse_error(capture.target.is_anthropic, capture.error_type, capture.error_message)
-            await send({"type": "http.response.body", "body": tail, "more_body": False})
+                await send({"type": "http.response.body", "body": tail, "more_body": False})
+            # Any other body is left incomplete: the server then closes the connection, so the
+            # client sees a truncated response instead of a short one that looks whole.
             raise
         tail = usage_filter.flush() if usage_filter is not None else b""
         await send({"type": "http.response.body", "body": tail, "more_body": False})
