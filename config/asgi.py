@@ -33,7 +33,7 @@ async def application(scope: MutableMapping[str, Any], receive: Receive, send: S
     elif scope["type"] == "lifespan":
         await _lifespan(receive, send)
     else:
-        await django_application(scope, receive, send)
+        await django_application(scope, receive, send)  # type: ignore[arg-type]  # Django's stubs type ASGI narrowly
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

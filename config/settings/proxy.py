@@ -33,7 +33,6 @@ TRACERELAY_PROXY_SPOOL_DIR = env.str("TRACERELAY_PROXY_SPOOL_DIR", default=str(D
 TRACERELAY_PROXY_SWITCH_INTERVAL = env.float("TRACERELAY_PROXY_SWITCH_INTERVAL", default=0.0005)
 
 # The proxy is served before Django (config/asgi.py): a hook adds its paths to the OpenAPI document.
-SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
-    *SPECTACULAR_SETTINGS.get("POSTPROCESSING_HOOKS", ["drf_spectacular.hooks.postprocess_schema_enums"]),
-    "traces.proxy.openapi.add_proxy_paths",
-]
+_hooks = SPECTACULAR_SETTINGS.get("POSTPROCESSING_HOOKS", ["drf_spectacular.hooks.postprocess_schema_enums"])
+assert isinstance(_hooks, list)
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [*_hooks, "traces.proxy.openapi.add_proxy_paths"]

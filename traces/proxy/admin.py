@@ -47,7 +47,7 @@ class UpstreamForm(forms.ModelForm):
             fields["api_key"] = data["new_api_key"]
         return fields
 
-    def clean(self) -> dict[str, Any]:
+    def clean(self) -> dict[str, Any] | None:
         cleaned = super().clean()
         probe = Upstream.objects.get(pk=self.instance.pk) if self.instance.pk else Upstream()
         try:

@@ -90,7 +90,7 @@ class UpstreamOutSerializer(serializers.Serializer):
 
 
 class UpstreamListSerializer(serializers.Serializer):
-    data = UpstreamOutSerializer(many=True)
+    data = UpstreamOutSerializer(many=True)  # type: ignore[assignment]  # a nested field, as DRF means it
 
 
 def upstream_json(upstream: Upstream) -> dict[str, Any]:

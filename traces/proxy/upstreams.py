@@ -33,7 +33,7 @@ KNOWN_HOSTS = {
     "api.anthropic.com": "anthropic",
     "generativelanguage.googleapis.com": "google",
 }
-KIND_PROVIDERS = {UpstreamKind.ANTHROPIC: "anthropic", UpstreamKind.AZURE: "azure"}
+KIND_PROVIDERS: dict[str, str] = {UpstreamKind.ANTHROPIC: "anthropic", UpstreamKind.AZURE: "azure"}
 
 
 @dataclass(frozen=True, slots=True)
