@@ -97,8 +97,11 @@ def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     if isinstance(detail, dict):
         for key, value in detail.items():
-            name = "" if key == "non_field_errors" else str(key)
-            path = f"{prefix}.{name}" if prefix and name else (prefix or name)
+            if isinstance(key, int):  # DRF keys list-item errors by index: field[0]
+                path = f"{prefix}[{key}]"
+            else:
+                name = "" if key == "non_field_errors" else str(key)
+                path = f"{prefix}.{name}" if prefix and name else (prefix or name)
             for k, v in _flatten(value, path).items():
                 out.setdefault(k, []).extend(v)
     elif isinstance(detail, list):
