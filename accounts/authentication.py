@@ -13,7 +13,11 @@ from .selectors import principal_for_key
 
 
 def bearer_token(request: Any) -> str | None:
-    header = get_authorization_header(request).decode("latin-1")
+    return token_from_header(get_authorization_header(request).decode("latin-1"))
+
+
+def token_from_header(header: str) -> str | None:
+    """The key in an `Authorization: Bearer <key>` header; None when there is no header."""
     if not header:
         return None
     scheme, _, token = header.partition(" ")

@@ -45,6 +45,12 @@ def principal_for_key(raw: str) -> KeyPrincipal | None:
     return principal
 
 
+def principal_from_memory(raw: str) -> KeyPrincipal | None:
+    """The principal when this process has it in memory (no I/O: safe on an event loop), else None."""
+    hit = _local.get(keys.digest(raw)) if len(raw) < 64 else None
+    return hit[1] if hit is not None and hit[0] > time.monotonic() else None
+
+
 def _principal_from_shared_cache_or_db(digest: str) -> KeyPrincipal | None:
     cached = cache.get(_cache_key(digest))
     if cached == _MISSING:

@@ -126,7 +126,8 @@ async def run(url: str, key: str, batch: int, concurrency: int, seconds: float, 
 class Server:
     """A throwaway database and a uvicorn like bin/run's, on Postgres and Redis."""
 
-    def __init__(self, port: int, workers: int) -> None:
+    def __init__(self, port: int, workers: int, app: str = "config.asgi:application") -> None:
+        self.app = app
         self.port = port
         self.workers = workers
         base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tracerelay")
@@ -173,7 +174,7 @@ class Server:
         self.process = subprocess.Popen(
             [
                 str(ROOT / ".venv/bin/uvicorn"),
-                "config.asgi:application",
+                self.app,
                 "--loop",
                 "uvloop",
                 "--http",
@@ -208,7 +209,7 @@ class Server:
             "from traces.models import Trace; from routing.models import Delivery;"
             "print(Trace.objects.count(), Delivery.objects.count())",
         )
-        traces, deliveries = out.split()
+        traces, deliveries = out.strip().splitlines()[-1].split()
         return int(traces), int(deliveries)
 
     def stop(self) -> None:
@@ -232,6 +233,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="Measured time per scenario.")
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--quick", action="store_true", help="One concurrency per scenario, 2 s each.")
+    parser.add_argument(
+        "--lean",
+        action="store_true",
+        help="Serve bench/lean_asgi.py: config.asgi with the lean single-trace ingest mount in front.",
+    )
     args = parser.parse_args()
 
     server = None
@@ -240,14 +246,17 @@ def main() -> None:
             parser.error("--url needs --key")
         url, key = args.url.rstrip("/"), args.key
     else:
-        server = Server(args.port, args.workers)
+        server = Server(
+            args.port, args.workers, "bench.lean_asgi:application" if args.lean else "config.asgi:application"
+        )
         key = server.prepare()
         url = server.start()
     scenarios = [(1, [1, 16, 64]), (100, [1, 4, 8]), (1000, [1, 2, 4])]
     if args.quick:
         scenarios = [(1, [32]), (100, [4]), (1000, [2])]
         args.seconds = 2.0
-    print(f"tracerelay ingest bench: {url}, {os.cpu_count()} cores, {args.seconds:g} s per scenario")
+    app = "" if server is None else f" serving {server.app} ({server.workers} workers)"
+    print(f"tracerelay ingest bench: {url}{app}, {os.cpu_count()} cores, {args.seconds:g} s per scenario")
     sent = 0
     try:
         for batch, concurrencies in scenarios:

@@ -1,5 +1,6 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.contrib.staticfiles.views import serve as staticfiles_serve
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from traces import health
@@ -21,6 +22,9 @@ api_v1 = [
 ]
 
 urlpatterns = [
+    # Static files for the admin and dashboard, from the app folders (no collectstatic needed). Behind
+    # a CDN or reverse proxy in big deployments; here so one process serves everything.
+    re_path(r"^static/(?P<path>.*)$", staticfiles_serve, {"insecure": True}),
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),

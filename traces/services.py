@@ -43,64 +43,87 @@ class IngestResult:
     status: int  # 201 stored, 200 already stored under this id, 400/413 invalid
 
 
+@dataclass(slots=True)
+class PendingTrace:
+    """A valid trace on its way to the database: item ``index`` of its request, sent by ``principal``."""
+
+    index: int
+    record: TraceRecord
+    principal: KeyPrincipal
+    client_id: bool  # the client chose the id, so it may be stored already
+
+
 def traces_ingest(*, principal: KeyPrincipal, items: Sequence[Mapping[str, Any]], source: str) -> list[IngestResult]:
     """Store the valid items (even when others fail) with their routing decisions and outbox rows."""
+    results, pending = traces_normalize(principal=principal, items=items, source=source)
+    if pending:
+        for entry, (row, created) in zip(pending, traces_store(pending), strict=True):
+            results[entry.index] = IngestResult(entry.index, row, created, None, 201 if created else 200)
+    return [r for r in results if r is not None]
+
+
+def traces_normalize(
+    *, principal: KeyPrincipal, items: Sequence[Mapping[str, Any]], source: str
+) -> tuple[list[IngestResult | None], list[PendingTrace]]:
+    """Validate and price each item: results for the refused ones, the valid ones to store."""
     results: list[IngestResult | None] = [None] * len(items)
-    records: list[tuple[int, TraceRecord]] = []
-    client_ids: set[str] = set()
+    pending: list[PendingTrace] = []
     for index, item in enumerate(items):
         try:
             record = normalize_trace(item, team_id=principal.team_id, environment=principal.environment, source=source)
         except TraceValidationError as exc:
             results[index] = IngestResult(index, None, False, exc.errors, exc.status)
             continue
-        records.append((index, record))
-        if item.get("id") is not None:
-            client_ids.add(record.trace_id)
-
-    if records:
-        for attempt in range(3):
-            try:
-                _store(principal, records, client_ids, results)
-                break
-            except IntegrityError:
-                # Another request stored one of these client ids between our look-up and our insert:
-                # go again, and this time the look-up finds it.
-                if attempt == 2:
-                    raise
-                log.info("trace id collision on ingest, retrying")
-    return [r for r in results if r is not None]
+        pending.append(PendingTrace(index, record, principal, item.get("id") is not None))
+    return results, pending
 
 
-def _store(
-    principal: KeyPrincipal,
-    records: list[tuple[int, TraceRecord]],
-    client_ids: set[str],
-    results: list[IngestResult | None],
-) -> None:
-    team_id = principal.team_id
+def traces_store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
+    """Route and store valid traces (of any teams) in one transaction: per trace, its row and whether it
+    is new (False: that team had stored that client id already, and the stored row is returned)."""
+    for attempt in range(3):
+        try:
+            return _store(pending)
+        except IntegrityError:
+            # Another request stored one of these client ids between our look-up and our insert:
+            # go again, and this time the look-up finds it.
+            if attempt == 2:
+                raise
+            log.info("trace id collision on ingest, retrying")
+    raise AssertionError("unreachable")
+
+
+def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
     # Only client-chosen ids can already exist: ours are fresh UUIDv7s.
-    stored: dict[str, Trace] = {}
-    if client_ids:
-        stored = {t.trace_id: t for t in Trace.objects.filter(team_id=team_id, trace_id__in=client_ids)}
+    client_ids: dict[int, set[str]] = {}
+    for entry in pending:
+        if entry.client_id:
+            client_ids.setdefault(entry.principal.team_id, set()).add(entry.record.trace_id)
+    stored: dict[tuple[int, str], Trace] = {}
+    for team_id, ids in client_ids.items():
+        for trace in Trace.objects.filter(team_id=team_id, trace_id__in=ids):
+            stored[(team_id, trace.trace_id)] = trace
 
-    compiled = compiled_routing(team_id)
+    compiled: dict[int, Any] = {}
     now = timezone.now()
     new_rows: list[Trace] = []
     deliveries: list[Delivery] = []
-    pending: dict[str, Trace] = {}
-    outcome: list[tuple[int, Trace, bool]] = []
-    for index, record in records:
-        existing = stored.get(record.trace_id) or pending.get(record.trace_id)
+    outcome: list[tuple[Trace, bool]] = []
+    for entry in pending:
+        record, team_id = entry.record, entry.principal.team_id
+        existing = stored.get((team_id, record.trace_id))
         if existing is not None:
-            outcome.append((index, existing, False))
+            outcome.append((existing, False))
             continue
-        result = route(record.condition_context(), compiled)
-        row = _row(record, principal, result, now)
-        pending[record.trace_id] = row
+        routing = compiled.get(team_id)
+        if routing is None:
+            routing = compiled[team_id] = compiled_routing(team_id)
+        result = route(record.condition_context(), routing)
+        row = _row(record, entry.principal, result, now)
+        stored[(team_id, record.trace_id)] = row  # the same id again in this batch is "already stored"
         new_rows.append(row)
         deliveries.extend(deliveries_for(row, result))
-        outcome.append((index, row, True))
+        outcome.append((row, True))
 
     if new_rows:
         with transaction.atomic():
@@ -108,8 +131,7 @@ def _store(
             if deliveries:
                 insert_rows(deliveries)
                 enqueue_on_commit([d.pk for d in deliveries])
-    for index, row, created in outcome:
-        results[index] = IngestResult(index, row, created, None, 201 if created else 200)
+    return outcome
 
 
 def insert_rows(rows: Sequence[Model]) -> None:

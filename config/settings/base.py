@@ -26,7 +26,6 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -99,8 +98,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
-# WhiteNoise serves static files from the ASGI server itself (admin, dashboard): no separate web server.
-WHITENOISE_USE_FINDERS = True  # also from app folders, so it works before (or without) collectstatic
+# Static files (admin, dashboard) are served by a URL route (config/urls.py), not a middleware: a
+# sync-only middleware would put a thread hop in front of every ASGI request, API calls included.
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],

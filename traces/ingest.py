@@ -1,0 +1,291 @@
+"""The lean path for `POST /api/v1/traces` under ASGI: async, no DRF, group commit.
+
+A single-trace POST is mostly fixed cost: DRF's request wrapping, negotiation and response
+rendering, a hop to a worker thread for the sync view, a transaction with its commit, and a Celery
+publish for its outbox rows. Here the request is authenticated, parsed and validated on the event
+loop, and the valid trace joins every other trace that arrived meanwhile in one transaction, done
+by one writer thread per process (group commit). The response still waits for that commit, so a
+201 means stored durably with its routing decided, exactly as on the DRF path.
+
+Under WSGI (and Django's sync test client) the same URL is served by `TraceListCreate.post`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import Future
+from typing import Any
+
+import orjson
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.http import HttpRequest, HttpResponse
+
+from accounts.authentication import token_from_header
+from accounts.models import Scope
+from accounts.principals import KeyPrincipal
+from accounts.selectors import principal_for_key, principal_from_memory
+from config.problems import PROBLEM_CONTENT_TYPE, Problem, problem_body
+
+from .models import Trace
+from .serializers import trace_json
+from .services import PendingTrace, traces_normalize, traces_store
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+Scope_ = MutableMapping[str, Any]  # an ASGI scope (`Scope` is the API-key scope enum here)
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope_, Receive, Send], Awaitable[None]]
+
+GROUP_MAX_TRACES = 2000  # per transaction: big enough to amortise, small enough to keep commits quick
+
+
+class GroupCommitWriter:
+    """One thread that stores what many requests hand it, in as few transactions as it can."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[list[PendingTrace], Future[list[tuple[Trace, bool]]]]] = (
+            queue.SimpleQueue()
+        )
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, pending: list[PendingTrace]) -> Future[list[tuple[Trace, bool]]]:
+        future: Future[list[tuple[Trace, bool]]] = Future()
+        self._queue.put((pending, future))
+        if self._thread is None or not self._thread.is_alive():
+            with self._lock:
+                if self._thread is None or not self._thread.is_alive():
+                    self._thread = threading.Thread(target=self._run, name="trace-group-commit", daemon=True)
+                    self._thread.start()
+        return future
+
+    def _run(self) -> None:
+        while True:
+            group = [self._queue.get()]
+            size = len(group[0][0])
+            while size < GROUP_MAX_TRACES:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                group.append(item)
+                size += len(item[0])
+            self._write(group)
+            if self._queue.empty():
+                # As at the end of a request: hand the connection back (to the pool, with Postgres).
+                close_old_connections()
+
+    def _write(self, group: list[tuple[list[PendingTrace], Future[list[tuple[Trace, bool]]]]]) -> None:
+        try:
+            outcome = traces_store([entry for pending, _ in group for entry in pending])
+        except Exception:
+            close_old_connections()
+            if len(group) > 1:
+                # Do not let one request's trouble fail the others: store each on its own.
+                for item in group:
+                    self._write([item])
+                return
+            log.exception("storing %d trace(s) failed", len(group[0][0]))
+            group[0][1].set_exception(Problem(503, "unavailable", "The trace could not be stored; retry."))
+            return
+        start = 0
+        for pending, future in group:
+            future.set_result(outcome[start : start + len(pending)])
+            start += len(pending)
+
+
+writer = GroupCommitWriter()
+
+
+def _json(body: Any, status: int, content_type: str = "application/json") -> HttpResponse:
+    return HttpResponse(orjson.dumps(body), status=status, content_type=content_type)
+
+
+def problem_parts(exc: Problem) -> tuple[dict[str, Any], dict[str, str]]:
+    """A `Problem` as the body and headers DRF's exception handler would give it."""
+    body = problem_body(exc.status_code, exc.slug, str(exc.detail), title=exc.title, errors=exc.errors, **exc.extra)
+    headers = dict(exc.headers)
+    if exc.status_code == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="api"'
+    return body, headers
+
+
+def problem(exc: Problem) -> HttpResponse:
+    body, headers = problem_parts(exc)
+    response = _json(body, exc.status_code, PROBLEM_CONTENT_TYPE)
+    for name, value in headers.items():
+        response[name] = value
+    return response
+
+
+async def authenticate(authorization: str, scope: str) -> KeyPrincipal:
+    """The same rules as `ApiKeyAuthentication` + `scoped`: 401 without a valid key, 403 without the scope."""
+    token = token_from_header(authorization)
+    if token is None:
+        raise Problem(401, "unauthorized", "Send 'Authorization: Bearer <API key>'.")
+    principal = principal_from_memory(token)
+    if principal is None:
+        principal = await sync_to_async(_principal_in_thread, thread_sensitive=False)(token)
+    if principal is None:
+        raise Problem(401, "invalid-key", "The API key is malformed, unknown or revoked.")
+    if not principal.has_scope(scope):
+        raise Problem(
+            403,
+            "insufficient-scope",
+            f"A {principal.environment} key may not do this (needs scope '{scope}').",
+            required_scope=scope,
+        )
+    return principal
+
+
+def _principal_in_thread(token: str) -> KeyPrincipal | None:
+    try:
+        return principal_for_key(token)
+    finally:
+        close_old_connections()  # this executor thread has no request to end: give the connection back
+
+
+def check_json_headers(content_type: str, content_length: str | None, max_bytes: int, what: str) -> None:
+    """415 unless the body is application/json; 413 when its declared length is over ``max_bytes``."""
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    if media_type != JSON:
+        raise Problem(
+            415,
+            "unsupported-media-type",
+            f"Send the body as {JSON}" + (f", not {media_type}." if media_type else " (Content-Type is missing)."),
+        )
+    if content_length and content_length.isdigit() and int(content_length) > max_bytes:
+        raise too_large(what, max_bytes, int(content_length))
+
+
+def parse_json(body: bytes, max_bytes: int, what: str) -> Any:
+    if len(body) > max_bytes:
+        raise too_large(what, max_bytes, len(body))
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise Problem(400, "malformed-json", f"The body is not valid JSON: {exc}.")
+
+
+def too_large(what: str, limit: int, size: int) -> Problem:
+    return Problem(
+        413, "payload-too-large", f"{what} may be at most {limit} bytes; this one is {size}.", limit_bytes=limit
+    )
+
+
+def invalid_trace(errors: dict[str, list[str]], status: int) -> Problem:
+    first = next(iter(errors.items()), ("", ["Invalid trace."]))
+    where = f"{first[0]}: " if first[0] else ""
+    if status == 413:
+        return Problem(413, "payload-too-large", f"{where}{first[1][0]}", errors=errors)
+    return Problem(400, "validation", f"{where}{first[1][0]}", title="Invalid trace", errors=errors)
+
+
+async def ingest_payload(principal: KeyPrincipal, data: Any) -> tuple[int, dict[str, Any]]:
+    """One trace through validation and the group-commit writer: (201 or 200, the stored trace)."""
+    if not isinstance(data, dict):
+        raise Problem(400, "validation", "The body must be a JSON object (one trace).", title="Invalid request")
+    results, pending = traces_normalize(principal=principal, items=[data], source="api")
+    if not pending:
+        failed = results[0]
+        assert failed is not None
+        raise invalid_trace(failed.errors or {}, failed.status)
+    [(row, created)] = await asyncio.wrap_future(writer.submit(pending))
+    return (201 if created else 200), trace_json(row)
+
+
+async def ingest_one(request: HttpRequest) -> HttpResponse:
+    """`POST /api/v1/traces` as an async Django view (see `TraceListCreate.post` for the contract)."""
+    try:
+        principal = await authenticate(request.headers.get("Authorization", ""), Scope.INGEST)
+        check_json_headers(
+            request.content_type or "", request.META.get("CONTENT_LENGTH"), settings.TRACE_MAX_BYTES, "A trace"
+        )
+        status, body = await ingest_payload(principal, parse_json(request.body, settings.TRACE_MAX_BYTES, "A trace"))
+    except Problem as exc:
+        return problem(exc)
+    return _json(body, status)
+
+
+# --- The same endpoint as a bare ASGI app, in front of Django ------------------------------------
+
+INGEST_PATH = "/api/v1/traces"
+
+
+def mount(app: ASGIApp) -> ASGIApp:
+    """``app`` with `POST /api/v1/traces` answered by `ingest_asgi` before Django sees it.
+
+    Django's ASGI handler costs more than the whole ingest (request_started/finished signals run
+    sync receivers in a fresh thread per request); `config/asgi.py` wraps its app with this.
+    """
+
+    async def application(scope: Scope_, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == INGEST_PATH:
+            await ingest_asgi(scope, receive, send)
+        else:
+            await app(scope, receive, send)
+
+    return application
+
+
+async def ingest_asgi(scope: Scope_, receive: Receive, send: Send) -> None:
+    headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+    limit = settings.TRACE_MAX_BYTES
+    reader = _BodyReader(receive)
+    try:
+        try:
+            principal = await authenticate(headers.get("authorization", ""), Scope.INGEST)
+            check_json_headers(headers.get("content-type", ""), headers.get("content-length"), limit, "A trace")
+            body = await reader.read(limit)
+        except Problem:
+            await reader.drain()  # a client still sending would otherwise see the connection reset
+            raise
+        status, payload = await ingest_payload(principal, parse_json(body, limit, "A trace"))
+    except Problem as exc:
+        problem_payload, extra = problem_parts(exc)
+        await _respond(send, exc.status_code, problem_payload, PROBLEM_CONTENT_TYPE, extra)
+        return
+    await _respond(send, status, payload, "application/json", {})
+
+
+class _BodyReader:
+    def __init__(self, receive: Receive) -> None:
+        self.receive = receive
+        self.done = False
+
+    async def read(self, limit: int) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while not self.done:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self.done = True
+                raise Problem(400, "bad-request", "The client went away before sending the whole body.")
+            chunk = message.get("body", b"")
+            self.done = not message.get("more_body", False)
+            size += len(chunk)
+            if size > limit:
+                raise too_large("A trace", limit, size)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def drain(self) -> None:
+        while not self.done:
+            message = await self.receive()
+            self.done = message["type"] == "http.disconnect" or not message.get("more_body", False)
+
+
+async def _respond(send: Send, status: int, body: Any, content_type: str, headers: dict[str, str]) -> None:
+    data = orjson.dumps(body)
+    raw_headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode())]
+    raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": data})
