@@ -3,7 +3,7 @@
     .venv/bin/python bench/proxy_overhead.py [--quick] [--workers N] [--requests N] [--seconds S]
 
 Runs in the real configuration: `uvicorn config.asgi:application --loop uvloop --http httptools
---workers <nproc>` (as ./bin/run does) against Postgres (database ``tracerelay_bench``, created
+--workers <nproc>` (as ./bin/run does) against Postgres (database ``tracerelay_proxy_bench``, created
 and migrated if missing) and Redis, with trace capture on, in front of a fast fake upstream that
 runs in its own process (raw asyncio + httptools: ~20 µs per request, so the proxy's share shows).
 
@@ -347,7 +347,7 @@ async def open_loop(url: str, headers: dict[str, str], rate: float, seconds: flo
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--serve-upstream", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/tracerelay_bench")
+    parser.add_argument("--database-url", default="postgres://postgres@127.0.0.1:5432/tracerelay_proxy_bench")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="uvicorn workers (default: cores)")
     parser.add_argument("--requests", type=int, default=3000, help="calls of each kind at concurrency 1")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each load run")
