@@ -5,7 +5,7 @@
 What it runs (all on loopback): its own redis-server (broker and cache), a webhook sink in a
 separate process that answers every request after ``--latency-ms`` and notes when each trace id
 arrived, and ONE real Celery worker process (``-c 1``, prefork) against a Postgres database of its
-own (``tracerelay_bench``, created and migrated here; ``BENCH_DATABASE_URL`` to change).
+own (``tracerelay_bench_delivery``, created and migrated here; ``BENCH_DATABASE_URL`` to change).
 
 1. Throughput: ``--traces`` outbox rows for one webhook destination are written, their tasks
    published in the chunks the outbox uses, and the clock runs until the sink has every trace.
@@ -151,7 +151,7 @@ def main() -> None:
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-delivery-"))
     redis_port, sink_port = free_port(), free_port()
-    database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tracerelay_bench")
+    database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tracerelay_bench_delivery")
     redis_url = f"redis://127.0.0.1:{redis_port}/0"
     env = {
         **os.environ,

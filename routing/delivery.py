@@ -468,8 +468,12 @@ def _claim(ids: Sequence[int]) -> tuple[uuid.UUID, list[dict[str, Any]]]:
 
 
 def _mine(token: uuid.UUID, rows: Iterable[Mapping[str, Any]]) -> Any:
-    """Rows still claimed by this token: a row the sweeper took back (claim expired) is left alone."""
-    return Delivery.objects.filter(pk__in=[r["id"] for r in rows], claim_token=token, status=DeliveryStatus.SENDING)
+    """Rows still claimed by this token: a row the sweeper took back (claim expired) is left alone.
+
+    The token alone says "sending, by me" (every outcome clears it); a condition on status here
+    would let the planner pick the in-flight index and scan the whole backlog.
+    """
+    return Delivery.objects.filter(pk__in=[r["id"] for r in rows], claim_token=token)
 
 
 def _retry(
@@ -504,15 +508,27 @@ def _retry(
 
 
 def _defer(ids: list[int], retry_at: float) -> int:
-    """Circuit open: move pending rows to when it may close, without spending an attempt."""
+    """Circuit open: move pending rows to when it may close, without spending an attempt.
+
+    Claimed first (so no other worker's row is touched), then released with the claim's attempt
+    given back: both statements go by primary key and token, never by a scan of pending rows.
+    """
     now = timezone.now()
     when = datetime.fromtimestamp(retry_at, tz=now.tzinfo) + timedelta(seconds=random.uniform(0, 0.5))
-    changed = Delivery.objects.filter(pk__in=ids, status=DeliveryStatus.PENDING).update(
-        next_attempt_at=when, dispatched_at=now, updated_at=now
+    token, claimed = _claim(ids)
+    if not claimed:
+        return 0
+    changed = _mine(token, claimed).update(
+        status=DeliveryStatus.PENDING,
+        claim_token=None,
+        attempts=F("attempts") - 1,
+        next_attempt_at=when,
+        dispatched_at=now,
+        updated_at=now,
     )
     if changed:
-        outbox.publish(ids, countdown=max(0.0, (when - now).total_seconds()))
-    return changed
+        outbox.publish([r["id"] for r in claimed], countdown=max(0.0, (when - now).total_seconds()))
+    return int(changed)
 
 
 def _give_up(
