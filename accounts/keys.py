@@ -1,4 +1,4 @@
-"""API key format: ``tr_<env>_<30 base62 random><6 base62 CRC32 checksum>``.
+"""API key format: ``tr_<env>_<30 base62 random><6 base62 CRC32 checksum of everything before it>``.
 
 The checksum lets a malformed or mistyped key be refused without touching the database
 (the way GitHub's token format does). Keys are high-entropy, so a single SHA-256 is the right
@@ -34,8 +34,9 @@ def _checksum(body: str) -> str:
 
 
 def generate(environment: str) -> str:
+    head = f"tr_{ENV_PREFIXES[environment]}_"
     body = "".join(secrets.choice(ALPHABET) for _ in range(SECRET_LENGTH))
-    return f"tr_{ENV_PREFIXES[environment]}_{body}{_checksum(body)}"
+    return f"{head}{body}{_checksum(head + body)}"
 
 
 def parse(raw: str) -> str | None:
@@ -45,7 +46,8 @@ def parse(raw: str) -> str | None:
         return None
     tail = match.group(2)
     body, check = tail[:SECRET_LENGTH], tail[SECRET_LENGTH:]
-    if not secrets.compare_digest(_checksum(body), check):
+    # The checksum covers the environment too: a key whose prefix was edited is malformed.
+    if not secrets.compare_digest(_checksum(f"tr_{match.group(1)}_{body}"), check):
         return None
     return PREFIX_ENVS[match.group(1)]
 
