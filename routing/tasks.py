@@ -64,7 +64,9 @@ def ensure_sweeper_schedule() -> None:
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
     every = max(1, round(float(settings.TRACERELAY_OUTBOX_SWEEP_INTERVAL_S)))
-    interval, _ = IntervalSchedule.objects.get_or_create(every=every, period=IntervalSchedule.SECONDS)
+    interval = IntervalSchedule.objects.filter(every=every, period=IntervalSchedule.SECONDS).order_by("pk").first()
+    if interval is None:  # (the admin may have made duplicates: get_or_create would then fail)
+        interval = IntervalSchedule.objects.create(every=every, period=IntervalSchedule.SECONDS)
     PeriodicTask.objects.update_or_create(
         name=SWEEPER_TASK_NAME,
         defaults={
