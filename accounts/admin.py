@@ -79,7 +79,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     actions = ["revoke_keys"]
     autocomplete_fields = ["team"]
 
-    def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> list[str]:
+    def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> Any:
         if obj is None:
             return ["team", "environment", "name"]
         return ["team", "environment", "name", "prefix", "created_by", "created_at", "last_used_at", "revoked_at"]

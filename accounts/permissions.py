@@ -24,7 +24,7 @@ def scoped(read: str, write: str | None = None) -> type[BasePermission]:
         def has_permission(self, request: Request, view: Any) -> bool:
             super().has_permission(request, view)
             needed = read if request.method in ("GET", "HEAD", "OPTIONS") else (write or read)
-            principal: KeyPrincipal = request.auth
+            principal: KeyPrincipal = request.auth  # type: ignore[assignment]  # HasApiKey checked it
             if not principal.has_scope(needed):
                 raise Problem(
                     403,

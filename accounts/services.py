@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -9,7 +11,7 @@ from .models import ApiKey, AuditEvent, Environment, Membership, Role, Team
 from .selectors import forget_key
 
 
-def team_create(*, name: str, owner: AbstractBaseUser | None = None) -> Team:
+def team_create(*, name: str, owner: Any = None) -> Team:
     with transaction.atomic():
         team = Team.objects.create(name=name)
         if owner is not None:
@@ -18,7 +20,7 @@ def team_create(*, name: str, owner: AbstractBaseUser | None = None) -> Team:
 
 
 def api_key_create(
-    *, team: Team, environment: str, name: str = "", created_by: AbstractBaseUser | None = None, actor: str = ""
+    *, team: Team, environment: str, name: str = "", created_by: Any = None, actor: str = ""
 ) -> tuple[ApiKey, str]:
     """Make a key. The raw key is returned once and never stored."""
     if environment not in Environment.values:

@@ -136,8 +136,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     else:
         code = exc.status_code
         body = problem_body(code, _SLUGS.get(code, "error"), str(exc.detail))
-    if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-        headers["Retry-After"] = str(int(exc.wait) + 1)
+    wait = getattr(exc, "wait", None)
+    if isinstance(exc, exceptions.Throttled) and wait is not None:
+        headers["Retry-After"] = str(int(wait) + 1)
     response = Response(body, status=body["status"], headers=headers, content_type=PROBLEM_CONTENT_TYPE)
     if body["status"] == 401:
         response["WWW-Authenticate"] = 'Bearer realm="api"'
@@ -196,7 +197,7 @@ class ProblemSerializer(serializers.Serializer):
     title = serializers.CharField(help_text="A short summary of the kind of problem.")
     status = serializers.IntegerField(help_text="The HTTP status code.")
     detail = serializers.CharField(help_text="What went wrong this time, for a person to read.")
-    errors = serializers.DictField(
+    errors = serializers.DictField(  # type: ignore[assignment]  # a body field, not Serializer.errors
         child=serializers.ListField(child=serializers.CharField()),
         required=False,
         help_text="Field (dotted path, or query parameter) → messages, for validation problems.",

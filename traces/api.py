@@ -154,7 +154,7 @@ class TraceListCreate(APIView):
             rows, next_cursor = selectors.trace_page(
                 team_id=principal.team_id,
                 trace_filter=trace_filter,
-                limit=limit,
+                limit=limit or 50,
                 cursor=request.query_params.get("cursor"),
             )
         except selectors.CursorError as exc:
@@ -241,7 +241,7 @@ class TraceBatch(APIView):
                 limit_traces=settings.BATCH_MAX_TRACES,
             )
         results = traces_ingest(principal=principal, items=items, source="batch")
-        body_results = []
+        body_results: list[dict[str, Any]] = []
         counts = {"created": 0, "existing": 0, "failed": 0}
         for r in results:
             if r.trace is None:

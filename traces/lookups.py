@@ -23,35 +23,35 @@ class HasItem(Lookup):
     lookup_name = "has_item"
     prepare_rhs = False
 
-    def as_postgresql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    def as_postgresql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
         lhs, lhs_params = self.process_lhs(compiler, connection)
-        return f"{lhs} @> %s::jsonb", [*lhs_params, json.dumps([self.rhs])]
+        return f"{lhs} @> %s::jsonb", (*lhs_params, json.dumps([self.rhs]))
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
         lhs, lhs_params = self.process_lhs(compiler, connection)
         sql = f"EXISTS (SELECT 1 FROM json_each({lhs}) AS item WHERE item.type = 'text' AND item.value = %s)"
-        return sql, [*lhs_params, str(self.rhs)]
+        return sql, (*lhs_params, str(self.rhs))
 
 
 class HasEntry(Lookup):
     lookup_name = "has_entry"
     prepare_rhs = False
 
-    def as_postgresql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    def as_postgresql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
         key, value = self.rhs
         lhs, lhs_params = self.process_lhs(compiler, connection)
-        return f"{lhs} @> %s::jsonb", [*lhs_params, json.dumps({key: value})]
+        return f"{lhs} @> %s::jsonb", (*lhs_params, json.dumps({key: value}))
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
         key, value = self.rhs
         lhs, lhs_params = self.process_lhs(compiler, connection)
         where = f"FROM json_each({lhs}) AS entry WHERE entry.key = %s"
         params: list[Any] = [*lhs_params, key]
         if value is None:
-            return f"EXISTS (SELECT 1 {where} AND entry.type = 'null')", params
+            return f"EXISTS (SELECT 1 {where} AND entry.type = 'null')", tuple(params)
         if isinstance(value, bool):
-            return f"EXISTS (SELECT 1 {where} AND entry.type = %s)", [*params, "true" if value else "false"]
+            return f"EXISTS (SELECT 1 {where} AND entry.type = %s)", (*params, "true" if value else "false")
         types = _SQLITE_TYPES[type(value)]
         placeholders = ", ".join(["%s"] * len(types))
         sql = f"EXISTS (SELECT 1 {where} AND entry.type IN ({placeholders}) AND entry.value = %s)"
-        return sql, [*params, *types, value]
+        return sql, (*params, *types, value)

@@ -219,7 +219,7 @@ class TraceSerializer(serializers.Serializer):
     usage_estimated = serializers.BooleanField(help_text="Token usage was missing and has been estimated.")
     price_source = serializers.CharField()
     price_version = serializers.CharField()
-    source = serializers.ChoiceField(choices=Source.choices)
+    source = serializers.ChoiceField(choices=Source.choices)  # type: ignore[assignment]  # a body field
     destinations = serializers.ListField(child=serializers.CharField(), help_text="Where it is being delivered.")
 
 
@@ -269,7 +269,7 @@ class BatchItemSerializer(serializers.Serializer):
     status = serializers.IntegerField(help_text="201 stored, 200 already stored under this id, 400/413 refused.")
     id = serializers.CharField(allow_null=True, help_text="The trace id; null when refused.")
     cost = serializers.FloatField(allow_null=True, required=False)
-    errors = serializers.DictField(
+    errors = serializers.DictField(  # type: ignore[assignment]  # a body field, not Serializer.errors
         child=serializers.ListField(child=serializers.CharField()),
         allow_null=True,
         help_text="Field → messages when refused.",

@@ -145,7 +145,7 @@ def insert_rows(rows: Sequence[Model]) -> None:
     """
     conn = connections[DEFAULT_DB_ALIAS]
     if conn.vendor != "postgresql":
-        type(rows[0]).objects.bulk_create(rows)
+        type(rows[0])._default_manager.bulk_create(rows)
         return
     meta = rows[0]._meta
     fields = list(meta.concrete_fields)
@@ -159,7 +159,7 @@ def insert_rows(rows: Sequence[Model]) -> None:
             )
             for row, (pk,) in zip(rows, cursor.fetchall(), strict=True):
                 row.pk = pk
-        columns = ", ".join(conn.ops.quote_name(f.column) for f in fields)
+        columns = ", ".join(conn.ops.quote_name(str(f.column)) for f in fields)
         sql = f"COPY {conn.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN"
         with conn.wrap_database_errors, cursor.cursor.copy(sql) as copy:  # psycopg errors → Django's
             for row in rows:
@@ -217,7 +217,7 @@ def _row(record: TraceRecord, principal: KeyPrincipal, result: RoutingResult, no
     }
     # Positional arguments in field order take Model.__init__'s fast path (a third of the cost of
     # keywords, which matters at 1,000 rows a batch). A field missing here fails loudly.
-    return Trace(*[values.pop(name) for name in _TRACE_ATTNAMES])
+    return Trace(*[values.pop(name) for name in _TRACE_ATTNAMES])  # type: ignore[misc]
 
 
 _TRACE_ATTNAMES = [f.attname for f in Trace._meta.concrete_fields]
