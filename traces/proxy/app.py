@@ -34,6 +34,7 @@ from accounts.selectors import principal_for_key
 from config.problems import PROBLEM_CONTENT_TYPE, problem_body
 
 from ..ids import new_trace_id
+from ..normalize import MAX_METADATA_KEY_LENGTH, MAX_TAG_LENGTH, TEXT_LIMITS
 from .cache import AsyncTTLCache
 from .capture import Capture, StreamBody, endpoint_of
 from .conf import ProxySettings
@@ -422,8 +423,8 @@ def _read_service_headers(service: dict[bytes, bytes], capture: Capture, setting
         tags = [t.strip() for t in raw.decode("utf-8", "replace").split(",") if t.strip()]
         if len(tags) > settings.max_tags:
             return f"X-Service-Tags: at most {settings.max_tags} tags; got {len(tags)}."
-        if any(len(t) > 200 for t in tags):
-            return "X-Service-Tags: each tag must be at most 200 characters."
+        if any(len(t) > MAX_TAG_LENGTH for t in tags):
+            return f"X-Service-Tags: each tag must be at most {MAX_TAG_LENGTH} characters."
         capture.tags = list(dict.fromkeys(tags))
     raw = service.get(b"x-service-metadata")
     if raw is not None:
@@ -435,17 +436,18 @@ def _read_service_headers(service: dict[bytes, bytes], capture: Capture, setting
             return "X-Service-Metadata must be a JSON object."
         if len(metadata) > settings.max_metadata_keys:
             return f"X-Service-Metadata: at most {settings.max_metadata_keys} keys; got {len(metadata)}."
-        if any(not key or len(key) > 200 for key in metadata):
-            return "X-Service-Metadata: keys must be 1 to 200 characters."
+        if any(not key or len(key) > MAX_METADATA_KEY_LENGTH for key in metadata):
+            return f"X-Service-Metadata: keys must be 1 to {MAX_METADATA_KEY_LENGTH} characters."
         capture.metadata = metadata
-    for header, attribute, limit in (
-        (b"x-service-session-id", "session_id", 200),
-        (b"x-service-user-id", "user_id", 200),
-        (b"x-service-environment", "environment", 64),
+    for header, attribute in (
+        (b"x-service-session-id", "session_id"),
+        (b"x-service-user-id", "user_id"),
+        (b"x-service-environment", "environment"),
     ):
         raw = service.get(header)
         if raw is not None:
             value = raw.decode("utf-8", "replace").strip()
+            limit = TEXT_LIMITS[attribute]  # the trace pipeline's own limits: a header it would refuse is a 400 here
             if len(value) > limit:
                 return f"{header.decode().title()}: at most {limit} characters."
             setattr(capture, attribute, value)

@@ -21,7 +21,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -31,6 +31,7 @@ from django.db import DataError, IntegrityError, close_old_connections, connecti
 
 from accounts.principals import KeyPrincipal
 
+from ..services import traces_ingest
 from .capture import Capture, build_trace
 
 log = logging.getLogger(__name__)
@@ -42,12 +43,6 @@ Ingest = Callable[..., Sequence[Any]]
 PERMANENT_ERRORS: tuple[type[BaseException], ...] = (IntegrityError, DataError)
 MAX_BACKOFF = 30.0
 REPLAY_CHECK_INTERVAL = 2.0
-
-
-def _default_ingest(*, principal: KeyPrincipal, items: Sequence[Mapping[str, Any]], source: str) -> Sequence[Any]:
-    from traces.services import traces_ingest
-
-    return traces_ingest(principal=principal, items=items, source=source)
 
 
 @dataclass(slots=True)
@@ -167,7 +162,7 @@ class TraceWriter:
         queue_max: int = 100_000,
         max_body: int = 256 * 1024,
         max_metadata_keys: int = 64,
-        ingest: Ingest = _default_ingest,
+        ingest: Ingest = traces_ingest,
     ) -> None:
         self.spool = Spool(spool_dir)
         self.batch_size = batch_size
