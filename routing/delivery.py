@@ -352,7 +352,6 @@ def _send_chunk(
             updated_at=now,
             claim_token=None,
             integration_id=integration_id,
-            last_status_code=None,
         )
         breaker.record_success()
         return

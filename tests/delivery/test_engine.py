@@ -111,7 +111,7 @@ def test_it_delivers_once_the_destination_is_back(team, primary, scripted, publi
     assert row.status == DeliveryStatus.DELIVERED
     assert row.attempts == 3
     assert scripted["primary"].sent_ids == [row.trace.trace_id] * 3
-    assert row.last_error  # the history of the last failure stays visible
+    assert (row.last_error, row.last_status_code) == ("503 Service Unavailable", 503)  # the last failure stays visible
 
 
 def test_it_dead_letters_after_the_last_attempt(team, primary, scripted, published):
