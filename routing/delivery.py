@@ -222,7 +222,6 @@ class DeliveryReport:
 
 
 _ROW_FIELDS = ("id", "team_id", "trace_id", "destination", "spec", "rule_name", "next_attempt_at", "attempts")
-_CLAIM_COLUMNS = ("id", "team_id", "trace_id", "destination", "spec", "rule_name", "attempts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +294,7 @@ def _deliver_group(
         # The integration was deleted or disabled after routing: nothing to retry against.
         message = f"destination {destination!r} cannot be resolved: {exc.args[0] if exc.args else exc}"
         for chunk in _chunks(rows, 500):
-            token, claimed = _claim([r["id"] for r in chunk])
+            token, claimed = _claim(chunk)
             if claimed:
                 _give_up(claimed, token, message, None, None, report)
             report.skipped += len(chunk) - len(claimed)
@@ -304,7 +303,7 @@ def _deliver_group(
         log.exception("cannot prepare destination %r of team %s", destination, team_id)
         error = ExportError(f"cannot prepare destination {destination!r}: {type(exc).__name__}: {exc}")
         for chunk in _chunks(rows, 500):
-            token, claimed = _claim([r["id"] for r in chunk])
+            token, claimed = _claim(chunk)
             report.skipped += len(chunk) - len(claimed)
             if claimed:
                 _failed(claimed, token, error, RetryPolicy.from_integration(None), None, report)
@@ -316,7 +315,7 @@ def _deliver_group(
     while pending:
         permit = breaker.acquire()
         if not permit.allowed:
-            report.deferred += _defer([r["id"] for r in pending], permit.retry_at)
+            report.deferred += _defer(pending, permit.retry_at)
             return
         chunk, pending = (pending[:1], pending[1:]) if permit.probe else (pending[:size], pending[size:])
         _send_chunk(chunk, sender, breaker, permit.probe, report)
@@ -325,7 +324,7 @@ def _deliver_group(
 def _send_chunk(
     rows: list[dict[str, Any]], sender: _Sender, breaker: CircuitBreaker, probe: bool, report: DeliveryReport
 ) -> None:
-    token, claimed = _claim([r["id"] for r in rows])
+    token, claimed = _claim(rows)
     report.skipped += len(rows) - len(claimed)
     if not claimed:
         if probe:
@@ -414,17 +413,20 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 # Row state changes (each a conditional UPDATE)
 
 
-def _claim(ids: Sequence[int]) -> tuple[uuid.UUID, list[dict[str, Any]]]:
-    """pending & due → sending with a fresh token, in ONE statement; returns the rows this call won.
+def _claim(rows: Sequence[Mapping[str, Any]]) -> tuple[uuid.UUID, list[dict[str, Any]]]:
+    """pending & due → sending with a fresh token, in ONE statement; returns the rows this call won
+    (the given row dicts, with their new ``attempts``).
 
     The WHERE on status makes the UPDATE the lock: of two workers racing for a row, the second's
     UPDATE finds it no longer pending (Postgres re-checks the condition once the first commits).
     On Postgres, SKIP LOCKED also spares the loser from waiting on rows being claimed. RETURNING
-    hands back the claimed rows without a second query (Postgres, and SQLite ≥ 3.35).
+    says which rows were won without a second query (Postgres, and SQLite ≥ 3.35).
     """
     token = uuid.uuid4()
-    if not ids:
+    by_id = {int(r["id"]): r for r in rows}
+    if not by_id:
         return token, []
+    ids = list(by_id)
     now = timezone.now()
     meta = Delivery._meta
     table = connection.ops.quote_name(meta.db_table)
@@ -441,29 +443,26 @@ def _claim(ids: Sequence[int]) -> tuple[uuid.UUID, list[dict[str, Any]]]:
         prep("updated_at", now),
     ]
     due_params = [DeliveryStatus.PENDING.value, prep("next_attempt_at", now + EARLY_SLACK)]
-    returning = ", ".join(f"{table}.{c}" for c in _CLAIM_COLUMNS)
     if connection.features.has_select_for_update_skip_locked:
         # Lock by primary key only, and test status on the locked copy: a condition on status that
-        # the planner could answer from the status index would scan every pending row in a backlog.
+        # the planner could answer from the in-flight index would scan every pending row of a backlog.
         sql = (
             f"WITH locked AS MATERIALIZED (SELECT id, status, next_attempt_at FROM {table}"
             f" WHERE id IN ({marks}) FOR UPDATE SKIP LOCKED)"
             f" UPDATE {table} SET {set_sql} FROM locked WHERE {table}.id = locked.id"
-            f" AND locked.status = %s AND locked.next_attempt_at <= %s RETURNING {returning}"
+            f" AND locked.status = %s AND locked.next_attempt_at <= %s RETURNING {table}.id, {table}.attempts"
         )
         params = [*ids, *set_params, *due_params]
     else:
         sql = (
             f"UPDATE {table} SET {set_sql} WHERE id IN ({marks}) AND status = %s AND next_attempt_at <= %s"
-            f" RETURNING {returning}"
+            " RETURNING id, attempts"
         )
         params = [*set_params, *ids, *due_params]
-    # A raw queryset applies the fields' converters (JSON, UUID, datetimes) to what RETURNING gives.
-    claimed = [
-        {"id": d.pk, **{name: getattr(d, name) for name in _CLAIM_COLUMNS if name != "id"}}
-        for d in Delivery.objects.raw(sql, params)
-    ]
-    return token, claimed
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        won = cursor.fetchall()
+    return token, [{**by_id[int(pk)], "attempts": int(attempts)} for pk, attempts in won]
 
 
 def _mine(token: uuid.UUID, rows: Iterable[Mapping[str, Any]]) -> Any:
@@ -506,7 +505,7 @@ def _retry(
     return count
 
 
-def _defer(ids: list[int], retry_at: float) -> int:
+def _defer(rows: list[dict[str, Any]], retry_at: float) -> int:
     """Circuit open: move pending rows to when it may close, without spending an attempt.
 
     Claimed first (so no other worker's row is touched), then released with the claim's attempt
@@ -514,7 +513,7 @@ def _defer(ids: list[int], retry_at: float) -> int:
     """
     now = timezone.now()
     when = datetime.fromtimestamp(retry_at, tz=now.tzinfo) + timedelta(seconds=random.uniform(0, 0.5))
-    token, claimed = _claim(ids)
+    token, claimed = _claim(rows)
     if not claimed:
         return 0
     changed = _mine(token, claimed).update(
