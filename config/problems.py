@@ -219,6 +219,7 @@ _PROBLEM_DESCRIPTIONS = {
     "415": "The body must be application/json.",
     "429": "Rate limited: retry after `Retry-After` seconds.",
     "500": "An internal error (logged). Never the result of bad input.",
+    "503": "Temporarily unable to store or serve this (the database is unavailable): retry.",
 }
 
 

@@ -171,7 +171,7 @@ class TraceListCreate(APIView):
         responses={
             201: TraceFullSerializer,
             200: TraceFullSerializer,
-            **problem_responses(400, 401, 403, 413, 415),
+            **problem_responses(400, 401, 403, 413, 415, 503),
         },
         examples=[
             OpenApiExample(

@@ -193,3 +193,31 @@ def test_the_mount_leaves_everything_else_to_django(key):
     status, _, data = asgi_call("GET", "/api/v1/traces", headers=auth(key))
     assert status == 200 and orjson.loads(data) == {"results": [], "next_cursor": None}
     assert asgi_call("GET", "/healthz")[0] == 200
+
+
+def test_one_requests_failure_does_not_fail_the_others_in_its_group(key, monkeypatch):
+    from concurrent.futures import Future
+
+    from accounts.selectors import principal_for_key
+    from config.problems import Problem
+    from traces import ingest
+    from traces.services import traces_normalize
+
+    real_store = ingest.traces_store
+
+    def store(pending):
+        if any(p.record.model == "poison" for p in pending):
+            raise RuntimeError("a trace this code cannot store")
+        return real_store(pending)
+
+    monkeypatch.setattr(ingest, "traces_store", store)
+    principal = principal_for_key(key._raw)
+    _, good = traces_normalize(principal=principal, items=[{"model": "gpt-4o"}], source="api")
+    _, poison = traces_normalize(principal=principal, items=[{"model": "poison"}], source="api")
+    good_future, poison_future = Future(), Future()
+    ingest.GroupCommitWriter()._write([(good, good_future), (poison, poison_future)])
+    [(row, created)] = good_future.result(5)
+    assert created and Trace.objects.filter(pk=row.pk).exists()
+    with pytest.raises(Problem) as info:
+        poison_future.result(5)
+    assert info.value.status_code == 503
