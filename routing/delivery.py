@@ -37,7 +37,7 @@ import httpx
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, Field, Q
 from django.utils import timezone
 
 from integrations.exporters.base import Exporter, ExportError, Target
@@ -431,8 +431,10 @@ def _claim(rows: Sequence[Mapping[str, Any]]) -> tuple[uuid.UUID, list[dict[str,
     meta = Delivery._meta
     table = connection.ops.quote_name(meta.db_table)
 
-    def prep(field: str, value: Any) -> Any:
-        return meta.get_field(field).get_db_prep_value(value, connection)
+    def prep(name: str, value: Any) -> Any:
+        field = meta.get_field(name)
+        assert isinstance(field, Field)
+        return field.get_db_prep_value(value, connection)
 
     marks = ", ".join(["%s"] * len(ids))
     set_sql = "status = %s, claimed_at = %s, claim_token = %s, updated_at = %s, attempts = attempts + 1"
