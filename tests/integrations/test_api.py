@@ -196,7 +196,7 @@ def test_bad_config_is_a_400_naming_the_field(api, platform: str, config: dict, 
 )
 def test_bad_fields_are_400s(api, overrides: dict, field: str) -> None:
     body = assert_problem(create(api, **overrides), 400)
-    assert any(key == field or key.startswith(field + ".") for key in body["errors"]), body
+    assert any(key == field or key.startswith((field + ".", field + "[")) for key in body["errors"]), body
 
 
 def test_a_body_that_is_not_an_object_is_a_400(api) -> None:
