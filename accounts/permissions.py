@@ -10,6 +10,13 @@ from config.problems import Problem
 from .principals import KeyPrincipal
 
 
+def principal_of(request: Request) -> KeyPrincipal:
+    """The key behind a request that passed `HasApiKey` (or a `scoped` permission)."""
+    principal = request.auth
+    assert isinstance(principal, KeyPrincipal)  # the permission class ran first
+    return principal
+
+
 class HasApiKey(BasePermission):
     def has_permission(self, request: Request, view: Any) -> bool:
         if not isinstance(request.auth, KeyPrincipal):

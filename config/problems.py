@@ -6,6 +6,7 @@ middleware-level 404/500 handlers so the API never answers with an HTML page.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -92,28 +93,44 @@ def _default_title(status_code: int) -> str:
         return "Error"
 
 
-def _flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
-    """DRF's nested ValidationError detail → {"field.sub": ["message", ...]}."""
+def flatten_errors(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+    """DRF's nested error detail → ``{"rules[2].destinations[0].name": [...]}``. DRF reports list items
+    under integer keys; they read as ``[i]``, and keys already built as paths are kept whole."""
     out: dict[str, list[str]] = {}
-    if isinstance(detail, dict):
+    if isinstance(detail, Mapping):
         for key, value in detail.items():
-            if isinstance(key, int):  # DRF keys list-item errors by index: field[0]
+            if isinstance(key, int):
                 path = f"{prefix}[{key}]"
+            elif key in ("non_field_errors", ""):
+                path = prefix
             else:
-                name = "" if key == "non_field_errors" else str(key)
-                path = f"{prefix}.{name}" if prefix and name else (prefix or name)
-            for k, v in _flatten(value, path).items():
+                path = f"{prefix}.{key}" if prefix else str(key)
+            for k, v in flatten_errors(value, path).items():
                 out.setdefault(k, []).extend(v)
     elif isinstance(detail, list):
-        if all(not isinstance(item, (dict, list)) for item in detail):
+        if all(not isinstance(item, Mapping | list) for item in detail):
             out.setdefault(prefix, []).extend(str(item) for item in detail)
         else:
             for i, item in enumerate(detail):
-                for k, v in _flatten(item, f"{prefix}[{i}]" if prefix else f"[{i}]").items():
+                for k, v in flatten_errors(item, f"{prefix}[{i}]").items():
                     out.setdefault(k, []).extend(v)
     else:
         out.setdefault(prefix, []).append(str(detail))
     return out
+
+
+def validation_problem(errors: dict[str, list[str]], *, title: str = "Invalid request") -> Problem:
+    """A 400 whose detail quotes the first field error; ``errors`` carries them all."""
+    field, messages = next(iter(errors.items()), ("", ["Invalid input."]))
+    where = f"{field}: " if field else ""
+    return Problem(400, "validation", f"{where}{messages[0]}", title=title, errors=errors)
+
+
+def json_object(request: Any) -> dict[str, Any]:
+    """The request's parsed JSON body, which must be an object."""
+    if not isinstance(request.data, dict):
+        raise Problem(400, "validation", "The body must be a JSON object.", title="Invalid request")
+    return request.data
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
@@ -129,10 +146,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         body = problem_body(exc.status_code, exc.slug, str(exc.detail), title=exc.title, errors=exc.errors, **exc.extra)
         headers.update(exc.headers)
     elif isinstance(exc, exceptions.ValidationError):
-        errors = _flatten(exc.detail)
-        first = next(iter(errors.items()), ("", ["Invalid input."]))
-        where = f"{first[0]}: " if first[0] else ""
-        body = problem_body(400, "validation", f"{where}{first[1][0]}", title="Invalid request", errors=errors)
+        return exception_handler(validation_problem(flatten_errors(exc.detail)), context)
     else:
         code = exc.status_code
         body = problem_body(code, _SLUGS.get(code, "error"), str(exc.detail))

@@ -21,9 +21,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import Scope
-from accounts.permissions import scoped
-from accounts.principals import KeyPrincipal
-from config.problems import Problem, problem_responses
+from accounts.permissions import principal_of, scoped
+from config.problems import Problem, json_object, problem_responses, validation_problem
 
 from . import selectors, services
 from .exporters.base import CheckResult
@@ -167,18 +166,6 @@ class ConfigCheckSerializer(serializers.Serializer):
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def _principal(request: Request) -> KeyPrincipal:
-    principal = request.auth
-    assert isinstance(principal, KeyPrincipal)  # the permission class ran first
-    return principal
-
-
-def _body(request: Request) -> dict[str, Any]:
-    if not isinstance(request.data, dict):
-        raise Problem(400, "validation", "The body must be a JSON object.", title="Invalid request")
-    return request.data
-
-
 def integration_json(integration: Integration) -> dict[str, Any]:
     return {
         "id": integration.pk,
@@ -209,12 +196,11 @@ def _problem_for(exc: Exception) -> Problem:
     if isinstance(exc, services.NameTaken):
         return Problem(409, "name-taken", str(exc), errors={"name": [str(exc)]})
     assert isinstance(exc, services.InvalidIntegration)
-    first_field, messages = next(iter(exc.errors.items()))
-    return Problem(400, "validation", f"{first_field}: {messages[0]}", title="Invalid integration", errors=exc.errors)
+    return validation_problem(exc.errors, title="Invalid integration")
 
 
 def _get(request: Request, integration_id: int) -> Integration:
-    integration = selectors.integration_for_team(_principal(request).team_id, integration_id)
+    integration = selectors.integration_for_team(principal_of(request).team_id, integration_id)
     if integration is None:
         raise Problem(404, "not-found", f"No integration {integration_id} in this team.")
     return integration
@@ -247,7 +233,7 @@ class IntegrationListCreate(APIView):
         responses={200: IntegrationListSerializer, **problem_responses(401, 403)},
     )
     def get(self, request: Request) -> Response:
-        rows = selectors.integrations_for_team(_principal(request).team_id)
+        rows = selectors.integrations_for_team(principal_of(request).team_id)
         return Response({"data": [integration_json(i) for i in rows]})
 
     @extend_schema(
@@ -259,8 +245,8 @@ class IntegrationListCreate(APIView):
         responses={201: IntegrationOutSerializer, **problem_responses(400, 401, 403, 409, 415)},
     )
     def post(self, request: Request) -> Response:
-        principal = _principal(request)
-        serializer = IntegrationInSerializer(data=_body(request))
+        principal = principal_of(request)
+        serializer = IntegrationInSerializer(data=json_object(request))
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         try:
@@ -296,9 +282,9 @@ class IntegrationDetail(APIView):
         responses={200: IntegrationOutSerializer, **problem_responses(400, 401, 403, 404, 409, 415)},
     )
     def patch(self, request: Request, integration_id: int) -> Response:
-        principal = _principal(request)
+        principal = principal_of(request)
         integration = _get(request, integration_id)
-        serializer = IntegrationPatchSerializer(data=_body(request))
+        serializer = IntegrationPatchSerializer(data=json_object(request))
         serializer.is_valid(raise_exception=True)
         given = set(request.data)
         changes = {k: v for k, v in serializer.validated_data.items() if k in given}
@@ -315,7 +301,7 @@ class IntegrationDetail(APIView):
         responses={204: None, **problem_responses(401, 403, 404)},
     )
     def delete(self, request: Request, integration_id: int) -> Response:
-        services.integration_delete(integration=_get(request, integration_id), actor=_principal(request).actor)
+        services.integration_delete(integration=_get(request, integration_id), actor=principal_of(request).actor)
         return Response(status=204)
 
 
@@ -348,7 +334,7 @@ class ConfigTest(APIView):
         responses={200: CheckResultSerializer, **problem_responses(400, 401, 403, 415)},
     )
     def post(self, request: Request) -> Response:
-        serializer = ConfigCheckSerializer(data=_body(request))
+        serializer = ConfigCheckSerializer(data=json_object(request))
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         try:

@@ -17,9 +17,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import Scope
-from accounts.permissions import scoped
-from accounts.principals import KeyPrincipal
-from config.problems import PROBLEM_CONTENT_TYPE, Problem, ProblemSerializer, problem_responses
+from accounts.permissions import principal_of, scoped
+from config.problems import PROBLEM_CONTENT_TYPE, Problem, ProblemSerializer, flatten_errors, problem_responses
 from traces.normalize import TraceValidationError, normalize_trace
 
 from . import selectors, services
@@ -41,12 +40,6 @@ TAG = "Routing"
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
-
-
-def _principal(request: Request) -> KeyPrincipal:
-    principal = request.auth
-    assert isinstance(principal, KeyPrincipal)  # the scope permission ran first
-    return principal
 
 
 def etag(kind: str, version: int) -> str:
@@ -84,32 +77,6 @@ def _check_precondition(request: Request, kind: str, what: str, current: int) ->
     if expected is not None and current not in expected:
         raise _stale(kind, what, current, request.headers.get("If-Match"))
     return expected
-
-
-def flatten_errors(detail: Any, prefix: str = "") -> dict[str, list[str]]:
-    """DRF's nested error detail → ``{"rules[2].destinations[0].name": [...]}``. DRF reports list items
-    under integer keys; they read as ``[i]``, and keys this module built as paths are kept whole."""
-    out: dict[str, list[str]] = {}
-    if isinstance(detail, Mapping):
-        for key, value in detail.items():
-            if isinstance(key, int):
-                path = f"{prefix}[{key}]"
-            elif key in ("non_field_errors", ""):
-                path = prefix
-            else:
-                path = f"{prefix}.{key}" if prefix else str(key)
-            for k, v in flatten_errors(value, path).items():
-                out.setdefault(k, []).extend(v)
-    elif isinstance(detail, list):
-        if all(not isinstance(item, Mapping | list) for item in detail):
-            out.setdefault(prefix, []).extend(str(item) for item in detail)
-        else:
-            for i, item in enumerate(detail):
-                for k, v in flatten_errors(item, f"{prefix}[{i}]").items():
-                    out.setdefault(k, []).extend(v)
-    else:
-        out.setdefault(prefix, []).append(str(detail))
-    return out
 
 
 def validation_problem(detail: Any, data: Any, *, title: str, prefix: str = "") -> Problem:
@@ -274,7 +241,7 @@ class RoutingRulesView(APIView):
         examples=[OpenApiExample("A rule set", value=RULES_OUT_EXAMPLE, response_only=True)],
     )
     def get(self, request: Request) -> Response:
-        team_id = _principal(request).team_id
+        team_id = principal_of(request).team_id
         header = selectors.rule_set(team_id)
         body = rule_set_json(header, list(selectors.routing_rules(team_id)))
         return Response(body, headers={"ETag": etag("rules", header.version)})
@@ -304,7 +271,7 @@ class RoutingRulesView(APIView):
         ],
     )
     def put(self, request: Request) -> Response:
-        principal = _principal(request)
+        principal = principal_of(request)
         team_id = principal.team_id
         _check_precondition(request, "rules", "rule set", selectors.rule_set(team_id).version)
         data = request.data
@@ -335,7 +302,7 @@ class RoutingRuleDetailView(APIView):
         responses={200: RoutingRuleOutSerializer, **problem_responses(401, 403, 404)},
     )
     def get(self, request: Request, rule_id: int) -> Response:
-        team_id = _principal(request).team_id
+        team_id = principal_of(request).team_id
         rule = selectors.routing_rule(team_id, rule_id)
         if rule is None:
             raise Problem(404, "not-found", f"No routing rule {rule_id} in this team.")
@@ -355,7 +322,7 @@ class SamplingPolicyView(APIView):
         responses={200: SamplingPolicyOutSerializer, **problem_responses(401, 403)},
     )
     def get(self, request: Request) -> Response:
-        policy = selectors.sampling_policy(_principal(request).team_id)
+        policy = selectors.sampling_policy(principal_of(request).team_id)
         return Response(policy_json(policy), headers={"ETag": etag("sampling", policy.version)})
 
     @extend_schema(
@@ -382,7 +349,7 @@ class SamplingPolicyView(APIView):
         ],
     )
     def put(self, request: Request) -> Response:
-        principal = _principal(request)
+        principal = principal_of(request)
         team_id = principal.team_id
         _check_precondition(request, "sampling", "sampling policy", selectors.sampling_policy(team_id).version)
         data = request.data
@@ -443,7 +410,7 @@ class RoutingTestView(APIView):
         ],
     )
     def post(self, request: Request) -> Response:
-        principal = _principal(request)
+        principal = principal_of(request)
         data = request.data
         candidate_rules: Any = None
         candidate_sampling: Any = None

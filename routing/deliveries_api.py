@@ -20,8 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import Scope
-from accounts.permissions import scoped
-from accounts.principals import KeyPrincipal
+from accounts.permissions import principal_of, scoped
 from accounts.services import audit
 from config.problems import Problem
 
@@ -126,12 +125,6 @@ def deliveries_for_team(team_id: int) -> QuerySet[Delivery]:
     )
 
 
-def _principal(request: Request) -> KeyPrincipal:
-    principal = request.auth
-    assert isinstance(principal, KeyPrincipal)  # HasApiKey ran first
-    return principal
-
-
 def _one(team_id: int, delivery_id: int) -> dict[str, Any]:
     row = deliveries_for_team(team_id).filter(pk=delivery_id).values(*_FIELDS).first()
     if row is None:
@@ -159,7 +152,7 @@ class DeliveryListView(APIView):
         query = DeliveryListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        qs = deliveries_for_team(_principal(request).team_id)
+        qs = deliveries_for_team(principal_of(request).team_id)
         if "status" in params:
             qs = qs.filter(status=params["status"])
         if "destination" in params:
@@ -183,7 +176,7 @@ class DeliveryDetailView(APIView):
 
     @extend_schema(operation_id="deliveries_retrieve", tags=["Deliveries"], responses={200: DeliverySerializer})
     def get(self, request: Request, delivery_id: int) -> Response:
-        return Response(DeliverySerializer(_one(_principal(request).team_id, delivery_id)).data)
+        return Response(DeliverySerializer(_one(principal_of(request).team_id, delivery_id)).data)
 
 
 class DeliveryReplayView(APIView):
@@ -201,7 +194,7 @@ class DeliveryReplayView(APIView):
         },
     )
     def post(self, request: Request, delivery_id: int) -> Response:
-        principal = _principal(request)
+        principal = principal_of(request)
         delivery = Delivery.objects.filter(team_id=principal.team_id, pk=delivery_id).first()
         if delivery is None:
             raise Problem(404, "not-found", f"No delivery {delivery_id} in this team.")
@@ -224,7 +217,7 @@ class DeliveryBulkReplayView(APIView):
         responses={202: inline_serializer("BulkReplayResult", {"replayed": serializers.IntegerField()})},
     )
     def post(self, request: Request) -> Response:
-        principal = _principal(request)
+        principal = principal_of(request)
         data = request.data if request.data is not None else {}
         if not isinstance(data, dict):
             raise Problem(400, "validation", "The body must be a JSON object.", title="Invalid request")

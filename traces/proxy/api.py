@@ -21,9 +21,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import Scope
-from accounts.permissions import scoped
-from accounts.principals import KeyPrincipal
-from config.problems import Problem, problem_responses
+from accounts.permissions import principal_of, scoped
+from config.problems import Problem, json_object, problem_responses, validation_problem
 
 from ..models import Upstream, UpstreamKind
 from . import services
@@ -108,28 +107,15 @@ def upstream_json(upstream: Upstream) -> dict[str, Any]:
     }
 
 
-def _principal(request: Request) -> KeyPrincipal:
-    principal = request.auth
-    assert isinstance(principal, KeyPrincipal)  # the permission class ran first
-    return principal
-
-
-def _body(request: Request) -> dict[str, Any]:
-    if not isinstance(request.data, dict):
-        raise Problem(400, "validation", "The body must be a JSON object.", title="Invalid request")
-    return request.data
-
-
 def _problem_for(exc: Exception) -> Problem:
     if isinstance(exc, services.UpstreamNameTaken):
         return Problem(409, "name-taken", str(exc), errors={"name": [str(exc)]})
     assert isinstance(exc, services.InvalidUpstream)
-    field, messages = next(iter(exc.errors.items()))
-    return Problem(400, "validation", f"{field}: {messages[0]}", title="Invalid upstream", errors=exc.errors)
+    return validation_problem(exc.errors, title="Invalid upstream")
 
 
 def _get(request: Request, upstream_id: int) -> Upstream:
-    upstream = upstream_for_team(_principal(request).team_id, upstream_id)
+    upstream = upstream_for_team(principal_of(request).team_id, upstream_id)
     if upstream is None:
         raise Problem(404, "not-found", f"No upstream {upstream_id} in this team.")
     return upstream
@@ -158,7 +144,7 @@ class UpstreamListCreate(APIView):
         responses={200: UpstreamListSerializer, **problem_responses(401, 403)},
     )
     def get(self, request: Request) -> Response:
-        return Response({"data": [upstream_json(u) for u in upstreams_for_team(_principal(request).team_id)]})
+        return Response({"data": [upstream_json(u) for u in upstreams_for_team(principal_of(request).team_id)]})
 
     @extend_schema(
         tags=[TAG],
@@ -169,8 +155,8 @@ class UpstreamListCreate(APIView):
         responses={201: UpstreamOutSerializer, **problem_responses(400, 401, 403, 409, 415)},
     )
     def post(self, request: Request) -> Response:
-        principal = _principal(request)
-        serializer = UpstreamInSerializer(data=_body(request))
+        principal = principal_of(request)
+        serializer = UpstreamInSerializer(data=json_object(request))
         serializer.is_valid(raise_exception=True)
         data = {**serializer.validated_data, "api_key": serializer.validated_data.get("api_key") or ""}
         try:
@@ -204,9 +190,9 @@ class UpstreamDetail(APIView):
         responses={200: UpstreamOutSerializer, **problem_responses(400, 401, 403, 404, 409, 415)},
     )
     def patch(self, request: Request, upstream_id: int) -> Response:
-        principal = _principal(request)
+        principal = principal_of(request)
         upstream = _get(request, upstream_id)
-        serializer = UpstreamPatchSerializer(data=_body(request))
+        serializer = UpstreamPatchSerializer(data=json_object(request))
         serializer.is_valid(raise_exception=True)
         given = set(request.data)
         changes = {k: v for k, v in serializer.validated_data.items() if k in given}
@@ -223,5 +209,5 @@ class UpstreamDetail(APIView):
         responses={204: None, **problem_responses(401, 403, 404)},
     )
     def delete(self, request: Request, upstream_id: int) -> Response:
-        services.upstream_delete(upstream=_get(request, upstream_id), actor=_principal(request).actor)
+        services.upstream_delete(upstream=_get(request, upstream_id), actor=principal_of(request).actor)
         return Response(status=204)
