@@ -2,7 +2,8 @@
 
 `/api/v1/proxy/...` goes straight to `traces.proxy.app.ProxyApp`, a plain ASGI app that never
 enters Django's request machinery (middleware, URL resolution, sync/async switches: together more
-than the proxy's whole 1 ms budget). Everything else is Django's ASGI handler, unchanged.
+than the proxy's whole 1 ms budget). Single-trace ingest (`POST /api/v1/traces`) is answered by
+`traces.ingest` the same way. Everything else is Django's ASGI handler, unchanged.
 
 Django's handler does not speak the lifespan protocol, so it is answered here: startup opens the
 proxy's HTTP client session and starts its trace writer thread (one of each per worker process);
@@ -27,7 +28,11 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_application = get_asgi_application()  # sets Django up: import the proxy after it
 
+from traces.ingest import mount  # noqa: E402
 from traces.proxy.app import PREFIX, ProxyApp, Receive, Send  # noqa: E402
+
+# POST /api/v1/traces on its own lean path too (group commit; see traces/ingest.py).
+django_application = mount(django_application)  # type: ignore[arg-type]
 
 log = logging.getLogger(__name__)
 proxy = ProxyApp()
