@@ -159,7 +159,7 @@ class TraceListCreate(APIView):
             )
         except selectors.CursorError as exc:
             raise Problem(400, "invalid-parameter", str(exc), errors={"cursor": [str(exc)]}, parameter="cursor")
-        return json_response({"results": [trace_json(t, full=False) for t in rows], "next_cursor": next_cursor})
+        return json_response({"data": [trace_json(t, full=False) for t in rows], "next_cursor": next_cursor})
 
     @extend_schema(
         tags=[TAG],

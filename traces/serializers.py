@@ -246,7 +246,7 @@ class TraceDetailSerializer(TraceFullSerializer):
 
 
 class TracePageSerializer(serializers.Serializer):
-    results = TraceSerializer(many=True, help_text="Newest first. Without input/output: GET one trace for those.")
+    data = TraceSerializer(many=True, help_text="Newest first. Without input/output: GET one trace for those.")
     next_cursor = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page; null at end.")
 
 

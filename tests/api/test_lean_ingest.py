@@ -112,7 +112,7 @@ def test_a_revoked_key_is_a_401(key):
 def test_the_feed_on_the_same_url_still_works_under_asgi(key):
     post(key, {**TRACE, "id": "listed"})
     r = async_to_sync(AsyncClient().get)("/api/v1/traces", headers={"Authorization": f"Bearer {key._raw}"})
-    assert r.status_code == 200 and [t["id"] for t in r.json()["results"]] == ["listed"]
+    assert r.status_code == 200 and [t["id"] for t in r.json()["data"]] == ["listed"]
 
 
 # --- The bare ASGI mount (traces.ingest.mount), as config/asgi.py serves it ------------------------
@@ -191,7 +191,7 @@ def test_the_mount_answers_problems(key, settings):
 
 def test_the_mount_leaves_everything_else_to_django(key):
     status, _, data = asgi_call("GET", "/api/v1/traces", headers=auth(key))
-    assert status == 200 and orjson.loads(data) == {"results": [], "next_cursor": None}
+    assert status == 200 and orjson.loads(data) == {"data": [], "next_cursor": None}
     assert asgi_call("GET", "/healthz")[0] == 200
 
 

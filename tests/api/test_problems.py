@@ -156,8 +156,8 @@ def test_team_a_cannot_read_team_b_traces_or_plants(api, other_api):
     theirs = TraceFactory(team=other_api.key.team, trace_id="b-secret", model="secret-model")
     PlantFactory(team=other_api.key.team, name="their-fern")
     assert_problem(api.get(f"/api/v1/traces/{theirs.trace_id}"), 404)
-    assert api.get("/api/v1/traces").json()["results"] == []
-    assert api.get("/api/v1/traces", {"model": "secret-model"}).json()["results"] == []
+    assert api.get("/api/v1/traces").json()["data"] == []
+    assert api.get("/api/v1/traces", {"model": "secret-model"}).json()["data"] == []
     assert api.get("/plants").json() == []
 
 

@@ -117,7 +117,7 @@ def test_the_feed_pages_newest_first_with_a_cursor(api):
         r = api.get("/api/v1/traces", {"limit": 3, **({"cursor": cursor} if cursor else {})})
         assert r.status_code == 200
         body = r.json()
-        seen += [t["id"] for t in body["results"]]
+        seen += [t["id"] for t in body["data"]]
         pages += 1
         cursor = body["next_cursor"]
         if cursor is None:
@@ -126,7 +126,7 @@ def test_the_feed_pages_newest_first_with_a_cursor(api):
     assert sorted(seen) == sorted([*(f"t{i}" for i in range(7)), "tie"]) and len(seen) == 8
     stamps = [Trace.objects.get(trace_id=i).timestamp for i in seen]
     assert stamps == sorted(stamps, reverse=True)
-    assert "input" not in body["results"][0]  # the feed leaves the bodies to GET one trace
+    assert "input" not in body["data"][0]  # the feed leaves the bodies to GET one trace
 
 
 def test_the_feed_filters(api):
@@ -146,7 +146,7 @@ def test_the_feed_filters(api):
     ]:
         r = api.get("/api/v1/traces", query)
         assert r.status_code == 200, (query, r.json())
-        assert sorted(t["id"] for t in r.json()["results"]) == expected, query
+        assert sorted(t["id"] for t in r.json()["data"]) == expected, query
 
 
 @pytest.mark.parametrize(
@@ -175,7 +175,7 @@ def test_another_teams_trace_is_a_404_without_a_leak(api, other_api):
     assert r.status_code == 404
     assert r["Content-Type"] == "application/problem+json"
     assert "gpt-4o" not in r.content.decode()
-    assert other_api.get("/api/v1/traces").json()["results"] == []
+    assert other_api.get("/api/v1/traces").json()["data"] == []
     # and the other team may use the same id for its own trace
     assert post(other_api, "/api/v1/traces", {**TRACE, "id": "secret-1"}).status_code == 201
 
