@@ -65,6 +65,7 @@ def trace_json(trace: Trace, *, full: bool = True) -> dict[str, Any]:
 
 def delivery_json(delivery: Any) -> dict[str, Any]:
     return {
+        "id": delivery.pk,
         "destination": delivery.destination,
         "rule": delivery.rule_name,
         "status": delivery.status,
@@ -230,6 +231,7 @@ class TraceFullSerializer(TraceSerializer):
 
 
 class TraceDeliverySerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="Replay it with POST /api/v1/deliveries/{id}/replay.")
     destination = serializers.CharField()
     rule = serializers.CharField()
     status = serializers.ChoiceField(choices=["pending", "sending", "delivered", "failed", "dead"])

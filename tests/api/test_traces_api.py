@@ -103,6 +103,7 @@ def test_a_trace_shows_its_routing_and_delivery_status(api):
         1,
         "all",
     )
+    assert delivery["id"] == Delivery.objects.get(trace__trace_id=created["id"]).pk  # to replay it by id
 
 
 def test_the_feed_pages_newest_first_with_a_cursor(api):
