@@ -233,11 +233,6 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="Measured time per scenario.")
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--quick", action="store_true", help="One concurrency per scenario, 2 s each.")
-    parser.add_argument(
-        "--lean",
-        action="store_true",
-        help="Serve bench/lean_asgi.py: config.asgi with the lean single-trace ingest mount in front.",
-    )
     args = parser.parse_args()
 
     server = None
@@ -246,9 +241,7 @@ def main() -> None:
             parser.error("--url needs --key")
         url, key = args.url.rstrip("/"), args.key
     else:
-        server = Server(
-            args.port, args.workers, "bench.lean_asgi:application" if args.lean else "config.asgi:application"
-        )
+        server = Server(args.port, args.workers, "config.asgi:application")
         key = server.prepare()
         url = server.start()
     scenarios = [(1, [1, 16, 64]), (100, [1, 4, 8]), (1000, [1, 2, 4])]
