@@ -26,13 +26,14 @@ from typing import Any
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django_application = get_asgi_application()  # sets Django up: import the proxy after it
+django_handler = get_asgi_application()  # sets Django up: import the proxy after it
 
+from config.asgi_types import Receive, Send  # noqa: E402
 from traces.ingest import mount  # noqa: E402
-from traces.proxy.app import PREFIX, ProxyApp, Receive, Send  # noqa: E402
+from traces.proxy.app import PREFIX, ProxyApp  # noqa: E402
 
 # POST /api/v1/traces on its own lean path too (group commit; see traces/ingest.py).
-django_application = mount(django_application)  # type: ignore[arg-type]
+django_application = mount(django_handler)  # type: ignore[arg-type]  # Django's stubs type its handler narrowly
 
 log = logging.getLogger(__name__)
 proxy = ProxyApp()
@@ -44,7 +45,7 @@ async def application(scope: MutableMapping[str, Any], receive: Receive, send: S
     elif scope["type"] == "lifespan":
         await _lifespan(receive, send)
     else:
-        await django_application(scope, receive, send)  # type: ignore[arg-type]  # Django's stubs type ASGI narrowly
+        await django_application(scope, receive, send)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

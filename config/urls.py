@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.staticfiles.views import serve as staticfiles_serve
-from django.urls import include, path, re_path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from traces import health
@@ -10,7 +10,7 @@ handler403 = "config.problems.handler403"
 handler404 = "config.problems.handler404"
 handler500 = "config.problems.handler500"
 
-api_v1 = [
+api_v1: list[URLPattern | URLResolver] = [
     path("", include("traces.urls")),
     path("", include("routing.delivery_urls")),
     path("routing/", include("routing.urls")),

@@ -16,7 +16,6 @@ import asyncio
 import logging
 import queue
 import threading
-from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -30,6 +29,7 @@ from accounts.authentication import token_from_header
 from accounts.models import Scope
 from accounts.principals import KeyPrincipal
 from accounts.selectors import principal_for_key, principal_from_memory
+from config.asgi_types import ASGIApp, AsgiScope, Receive, Send
 from config.problems import PROBLEM_CONTENT_TYPE, Problem, problem_body
 
 from .models import Trace
@@ -39,10 +39,6 @@ from .services import PendingTrace, traces_normalize, traces_store
 log = logging.getLogger(__name__)
 
 JSON = "application/json"
-Scope_ = MutableMapping[str, Any]  # an ASGI scope (`Scope` is the API-key scope enum here)
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope_, Receive, Send], Awaitable[None]]
 
 GROUP_MAX_TRACES = 2000  # per transaction: big enough to amortise, small enough to keep commits quick
 
@@ -227,7 +223,7 @@ def mount(app: ASGIApp) -> ASGIApp:
     sync receivers in a fresh thread per request); `config/asgi.py` wraps its app with this.
     """
 
-    async def application(scope: Scope_, receive: Receive, send: Send) -> None:
+    async def application(scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == INGEST_PATH:
             await ingest_asgi(scope, receive, send)
         else:
@@ -236,7 +232,7 @@ def mount(app: ASGIApp) -> ASGIApp:
     return application
 
 
-async def ingest_asgi(scope: Scope_, receive: Receive, send: Send) -> None:
+async def ingest_asgi(scope: AsgiScope, receive: Receive, send: Send) -> None:
     headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
     limit = settings.TRACE_MAX_BYTES
     reader = _BodyReader(receive)

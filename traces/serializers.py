@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
 from .models import Plant, Source, Status, Trace
@@ -247,9 +247,16 @@ class TraceDetailSerializer(TraceFullSerializer):
     deliveries = TraceDeliverySerializer(many=True, help_text="Delivery status per destination.")
 
 
-class TracePageSerializer(serializers.Serializer):
-    data = TraceSerializer(many=True, help_text="Newest first. Without input/output: GET one trace for those.")
-    next_cursor = serializers.CharField(allow_null=True, help_text="Pass as `cursor` for the next page; null at end.")
+# A class attribute named `data` would shadow Serializer.data, so the page is declared inline.
+TracePageSerializer = inline_serializer(
+    "TracePage",
+    {
+        "data": TraceSerializer(many=True, help_text="Newest first. Without input/output: GET one trace for those."),
+        "next_cursor": serializers.CharField(
+            allow_null=True, help_text="Pass as `cursor` for the next page; null at end."
+        ),
+    },
+)
 
 
 @extend_schema_field(

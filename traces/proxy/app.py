@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Awaitable, Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from time import perf_counter, time
 from typing import Any
@@ -31,6 +30,7 @@ from accounts import keys
 from accounts.models import Scope
 from accounts.principals import KeyPrincipal
 from accounts.selectors import principal_for_key
+from config.asgi_types import AsgiScope, Receive, Send
 from config.problems import PROBLEM_CONTENT_TYPE, problem_body
 
 from ..ids import new_trace_id
@@ -42,10 +42,6 @@ from .services import upstream_listeners
 from .sse import UsageFilter
 from .upstreams import Target, TeamUpstreams, builtin_targets, load_team_upstreams
 from .writer import TraceWriter
-
-Scope_ = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +160,7 @@ class ProxyApp:
 
     # -- the request ------------------------------------------------------------------------------
 
-    async def __call__(self, scope: Scope_, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if self.session is None:
             await self._ensure_started()
         assert self.session is not None and self.writer is not None
@@ -309,7 +305,7 @@ class ProxyApp:
 
     async def _forward(
         self,
-        scope: Scope_,
+        scope: AsgiScope,
         send: Send,
         capture: Capture,
         url: URL,
