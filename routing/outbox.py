@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from config.bulk import build_row
 from traces.models import Trace
 
 from .models import Delivery, DeliveryStatus
@@ -38,16 +39,19 @@ def deliveries_for(trace: Trace, result: RoutingResult) -> list[Delivery]:
     """Unsaved outbox rows, one per kept routing decision (the caller inserts them)."""
     now = timezone.now()
     return [
-        Delivery(
-            team_id=trace.team_id,
-            trace=trace,
-            destination=decision.destination.name,
-            spec=decision.destination.as_dict(),
-            rule_name=decision.rule,
-            status=DeliveryStatus.PENDING,
-            next_attempt_at=now,
-            created_at=now,
-            updated_at=now,
+        build_row(
+            Delivery,
+            {
+                "team_id": trace.team_id,
+                "trace_id": trace.pk,
+                "destination": decision.destination.name,
+                "spec": decision.destination.as_dict(),
+                "rule_name": decision.rule,
+                "status": DeliveryStatus.PENDING,
+                "next_attempt_at": now,
+                "created_at": now,
+                "updated_at": now,
+            },
         )
         for decision in result.kept
     ]

@@ -33,9 +33,13 @@ class Trace(models.Model):
     """One LLM call. ``trace_id`` is the public id (ours ``trc_…`` or the client's), unique per team."""
 
     id = models.UUIDField(primary_key=True, default=_uuid7, editable=False)
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="traces")
+    # No single-column indexes on these FKs: every index below leads with team_id, and traces are
+    # never looked up by key (keys are revoked, not deleted). Each index is paid on every insert.
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="traces", db_index=False)
     trace_id = models.CharField(max_length=128)
-    api_key = models.ForeignKey(ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    api_key = models.ForeignKey(
+        ApiKey, null=True, blank=True, on_delete=models.SET_NULL, related_name="+", db_index=False
+    )
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.API)
 
     model = models.CharField(max_length=200)

@@ -6,20 +6,16 @@ Every front door (the REST API, batches, OTLP, the proxy's background writer) ca
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-from django.core.serializers.json import DjangoJSONEncoder
-from django.db import DEFAULT_DB_ALIAS, IntegrityError, connections, transaction
-from django.db.models import JSONField, Model
+from django.db import IntegrityError, transaction
 from django.utils import timezone
-from psycopg.types.json import Jsonb
 
 from accounts.principals import KeyPrincipal
+from config.bulk import build_row, insert_rows
 from routing.models import Delivery
 from routing.outbox import deliveries_for, enqueue_on_commit
 from routing.router import RoutingResult, route
@@ -134,51 +130,6 @@ def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
     return outcome
 
 
-def insert_rows(rows: Sequence[Model]) -> None:
-    """Insert new rows of one model (their primary keys set on them), like `bulk_create`.
-
-    On Postgres this is COPY, several times faster than the INSERT the ORM compiles per row and
-    column: a batch of 1,000 traces with their outbox rows is ingest's hottest write. Values go to
-    psycopg as they are (our rows hold plain ints, strings, datetimes, UUIDs and Decimals), JSON
-    columns as jsonb via orjson. Serial ids are drawn from the sequence first, so the rows keep
-    them as bulk_create's RETURNING would.
-    """
-    conn = connections[DEFAULT_DB_ALIAS]
-    if conn.vendor != "postgresql":
-        type(rows[0])._default_manager.bulk_create(rows)
-        return
-    meta = rows[0]._meta
-    fields = list(meta.concrete_fields)
-    attnames = [f.attname for f in fields]
-    json_columns = [i for i, f in enumerate(fields) if isinstance(f, JSONField)]
-    with conn.cursor() as cursor:
-        if rows[0].pk is None:
-            cursor.execute(
-                "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-                [meta.db_table, meta.pk.column, len(rows)],
-            )
-            for row, (pk,) in zip(rows, cursor.fetchall(), strict=True):
-                row.pk = pk
-        columns = ", ".join(conn.ops.quote_name(str(f.column)) for f in fields)
-        sql = f"COPY {conn.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN"
-        with conn.wrap_database_errors, cursor.cursor.copy(sql) as copy:  # psycopg errors → Django's
-            for row in rows:
-                values = [getattr(row, name) for name in attnames]
-                for i in json_columns:
-                    values[i] = Jsonb(values[i], dumps=_json_dumps)
-                copy.write_row(values)
-    for row in rows:
-        row._state.adding = False
-        row._state.db = conn.alias
-
-
-def _json_dumps(value: Any) -> bytes | str:
-    try:
-        return orjson.dumps(value)
-    except (TypeError, orjson.JSONEncodeError):  # nesting orjson refuses, or a type it does not know
-        return json.dumps(value, cls=DjangoJSONEncoder)
-
-
 def _row(record: TraceRecord, principal: KeyPrincipal, result: RoutingResult, now: Any) -> Trace:
     values = {
         "id": _uuid7(),
@@ -215,9 +166,4 @@ def _row(record: TraceRecord, principal: KeyPrincipal, result: RoutingResult, no
         "destinations": result.destinations,
         "routing": [d.as_dict() for d in result.decisions],
     }
-    # Positional arguments in field order take Model.__init__'s fast path (a third of the cost of
-    # keywords, which matters at 1,000 rows a batch). A field missing here fails loudly.
-    return Trace(*[values.pop(name) for name in _TRACE_ATTNAMES])  # type: ignore[misc]
-
-
-_TRACE_ATTNAMES = [f.attname for f in Trace._meta.concrete_fields]
+    return build_row(Trace, values)

@@ -1,0 +1,78 @@
+"""Building and inserting many new rows fast: ingest's hottest code (1,000 traces and their outbox
+rows a batch). Model instances are built positionally and inserted with COPY on Postgres."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any, TypeVar
+
+import orjson
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Field, JSONField, Model
+from psycopg.types.json import Jsonb
+
+M = TypeVar("M", bound=Model)
+
+
+@cache
+def _fields(model: type[Model]) -> tuple[tuple[str, Field[Any, Any]], ...]:
+    return tuple((f.attname, f) for f in model._meta.concrete_fields)
+
+
+def build_row(model: type[M], values: Mapping[str, Any]) -> M:
+    """A new, unsaved ``model`` from attribute name → value (``team_id``, not ``team``); fields not
+    given take their defaults. Positional arguments in field order take Model.__init__'s fast path,
+    about a third of the cost of keywords; a name that is not a field of ``model`` is an error."""
+    fields = _fields(model)
+    args = [values[name] if name in values else field.get_default() for name, field in fields]
+    if len(values) > len(fields) or not values.keys() <= {name for name, _ in fields}:
+        unknown = sorted(set(values) - {name for name, _ in fields})
+        raise TypeError(f"{model.__name__} has no fields {unknown}")
+    return model(*args)
+
+
+def insert_rows(rows: Sequence[Model]) -> None:
+    """Insert new rows of one model (their primary keys set on them), like `bulk_create`.
+
+    On Postgres this is COPY, several times faster than the INSERT the ORM compiles per row and
+    column. Values go to psycopg as they are (our rows hold plain ints, strings, datetimes, UUIDs
+    and Decimals), JSON columns as jsonb via orjson. Serial ids are drawn from the sequence first,
+    so the rows keep them as bulk_create's RETURNING would.
+    """
+    conn = connections[DEFAULT_DB_ALIAS]
+    if conn.vendor != "postgresql":
+        type(rows[0])._default_manager.bulk_create(rows)
+        return
+    meta = rows[0]._meta
+    fields = list(meta.concrete_fields)
+    attnames = [f.attname for f in fields]
+    json_columns = [i for i, f in enumerate(fields) if isinstance(f, JSONField)]
+    with conn.cursor() as cursor:
+        if rows[0].pk is None:
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                [meta.db_table, meta.pk.column, len(rows)],
+            )
+            for row, (pk,) in zip(rows, cursor.fetchall(), strict=True):
+                row.pk = pk
+        columns = ", ".join(conn.ops.quote_name(str(f.column)) for f in fields)
+        sql = f"COPY {conn.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN"
+        with conn.wrap_database_errors, cursor.cursor.copy(sql) as copy:  # psycopg errors → Django's
+            for row in rows:
+                values = [getattr(row, name) for name in attnames]
+                for i in json_columns:
+                    values[i] = Jsonb(values[i], dumps=_json_dumps)
+                copy.write_row(values)
+    for row in rows:
+        row._state.adding = False
+        row._state.db = conn.alias
+
+
+def _json_dumps(value: Any) -> bytes | str:
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):  # nesting orjson refuses, or a type it does not know
+        return json.dumps(value, cls=DjangoJSONEncoder)
