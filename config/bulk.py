@@ -3,16 +3,15 @@ rows a batch). Model instances are built positionally and inserted with COPY on 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any, TypeVar
 
-import orjson
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Field, JSONField, Model
 from psycopg.types.json import Jsonb
+
+from .jsoncodec import dumps
 
 M = TypeVar("M", bound=Model)
 
@@ -64,15 +63,8 @@ def insert_rows(rows: Sequence[Model]) -> None:
             for row in rows:
                 values = [getattr(row, name) for name in attnames]
                 for i in json_columns:
-                    values[i] = Jsonb(values[i], dumps=_json_dumps)
+                    values[i] = Jsonb(values[i], dumps=dumps)
                 copy.write_row(values)
     for row in rows:
         row._state.adding = False
         row._state.db = conn.alias
-
-
-def _json_dumps(value: Any) -> bytes | str:
-    try:
-        return orjson.dumps(value)
-    except (TypeError, orjson.JSONEncodeError):  # nesting orjson refuses, or a type it does not know
-        return json.dumps(value, cls=DjangoJSONEncoder)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
@@ -22,6 +21,7 @@ from rest_framework.views import APIView
 from accounts.models import Scope
 from accounts.permissions import scoped
 from accounts.principals import KeyPrincipal
+from config.jsoncodec import dumps
 from config.problems import Problem, problem_responses
 
 from . import selectors
@@ -47,7 +47,7 @@ JSON = "application/json"
 
 
 def json_response(body: Any, status: int = 200) -> HttpResponse:
-    return HttpResponse(orjson.dumps(body), status=status, content_type=JSON)
+    return HttpResponse(dumps(body), status=status, content_type=JSON)
 
 
 def read_json_body(request: HttpRequest | Request, max_bytes: int, what: str) -> Any:

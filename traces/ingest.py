@@ -30,6 +30,7 @@ from accounts.models import Scope
 from accounts.principals import KeyPrincipal
 from accounts.selectors import principal_for_key, principal_from_memory
 from config.asgi_types import ASGIApp, AsgiScope, Receive, Send
+from config.jsoncodec import dumps
 from config.problems import PROBLEM_CONTENT_TYPE, Problem, problem_body
 
 from .models import Trace
@@ -102,7 +103,7 @@ writer = GroupCommitWriter()
 
 
 def _json(body: Any, status: int, content_type: str = "application/json") -> HttpResponse:
-    return HttpResponse(orjson.dumps(body), status=status, content_type=content_type)
+    return HttpResponse(dumps(body), status=status, content_type=content_type)
 
 
 def problem_parts(exc: Problem) -> tuple[dict[str, Any], dict[str, str]]:
@@ -280,7 +281,7 @@ class _BodyReader:
 
 
 async def _respond(send: Send, status: int, body: Any, content_type: str, headers: dict[str, str]) -> None:
-    data = orjson.dumps(body)
+    data = dumps(body)
     raw_headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode())]
     raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
     await send({"type": "http.response.start", "status": status, "headers": raw_headers})

@@ -185,3 +185,12 @@ def test_an_unknown_query_parameter_is_a_400_so_typos_never_match_everything(api
     r = api.get("/api/v1/traces", {"modle": "gpt-4o"})
     assert r.status_code == 400 and r.json()["parameter"] == "modle"
     assert api.get("/plants", {"limt": 1}).json()["parameter"] == "limt"
+
+
+def test_a_number_postgres_reads_back_beyond_64_bits_does_not_break_reading(api):
+    # jsonb keeps -3.9e48 exactly and psycopg returns it as an int orjson cannot encode.
+    created = post(api, "/api/v1/traces", {**TRACE, "metadata": {"big": -3.888e48}}).json()
+    assert api.get("/api/v1/traces").status_code == 200
+    detail = api.get(f"/api/v1/traces/{created['id']}")
+    assert detail.status_code == 200
+    assert detail.json()["metadata"]["big"] == -3888000000000000000000000000000000000000000000000

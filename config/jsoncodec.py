@@ -1,0 +1,18 @@
+"""One JSON encoder for hot paths: orjson, falling back to the standard library for what orjson
+refuses. Postgres jsonb keeps numbers exactly, so a trace sent with ``-3.9e48`` reads back as a
+Python int beyond 64 bits, which orjson cannot encode; deep nesting is the other case."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+from django.core.serializers.json import DjangoJSONEncoder
+
+
+def dumps(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, cls=DjangoJSONEncoder, separators=(",", ":")).encode()
