@@ -13,7 +13,7 @@ import binascii
 from typing import Any
 
 from django.db.models import F, QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 from accounts.models import Scope
 from accounts.permissions import principal_of, scoped
 from accounts.services import audit
-from config.problems import Problem
+from config.problems import Problem, problem_responses
 
 from .delivery import NotReplayable, deliveries_replay_dead, delivery_replay
 from .models import Delivery, DeliveryStatus
@@ -146,7 +146,7 @@ class DeliveryListView(APIView):
         tags=["Deliveries"],
         summary="List deliveries (the outbox), newest first",
         parameters=[DeliveryListQuery],
-        responses={200: _LIST_RESPONSE},
+        responses={200: _LIST_RESPONSE, **problem_responses(400)},
     )
     def get(self, request: Request) -> Response:
         query = DeliveryListQuery(data=request.query_params)
@@ -189,8 +189,7 @@ class DeliveryReplayView(APIView):
         request=None,
         responses={
             202: DeliverySerializer,
-            404: OpenApiResponse(description="No such delivery in this team."),
-            409: OpenApiResponse(description="Not dead or failed (pending, sending or delivered)."),
+            **problem_responses(404, 409),
         },
     )
     def post(self, request: Request, delivery_id: int) -> Response:
