@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Scope
 from accounts.permissions import principal_of, scoped
+from config.fields import StrictBooleanField, StrictCharField
 from config.problems import Problem, json_object, problem_responses, validation_problem
 
 from . import selectors, services
@@ -51,15 +52,6 @@ class PlatformField(serializers.CharField):
         return platform
 
 
-class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers and booleans instead of turning them into text."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            raise serializers.ValidationError("Must be a string.")
-        return super().to_internal_value(data)
-
-
 class RetryPolicySerializer(serializers.Serializer):
     max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=50)
     base_delay_s = serializers.FloatField(required=False, min_value=0.1, max_value=3600)
@@ -76,7 +68,7 @@ class RetryPolicySerializer(serializers.Serializer):
 
 
 class IntegrationInSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100, help_text="Unique in the team; rules name integrations by it.")
+    name = StrictCharField(max_length=100, help_text="Unique in the team; rules name integrations by it.")
     platform = PlatformField(help_text=f"One of {', '.join(PLATFORMS)} (also `custom-webhook`, `wandb`).")
     config = serializers.DictField(
         help_text="Platform settings: project concept `{apiKey, projectId}`, key pair "
@@ -94,7 +86,7 @@ class IntegrationInSerializer(serializers.Serializer):
     )
     timeout_s = serializers.FloatField(required=False, default=10.0, min_value=0.5, max_value=120)
     retry_policy = RetryPolicySerializer(required=False, default=dict)
-    enabled = serializers.BooleanField(required=False, default=True)
+    enabled = StrictBooleanField(required=False, default=True)
 
     def validate_name(self, value: str) -> str:
         value = value.strip()

@@ -439,6 +439,9 @@ class RoutingTestView(APIView):
             candidate_rules = data.get("rules")
             candidate_sampling = data.get("sampling")
         elif isinstance(data, Mapping):
+            candidates = sorted(k for k in ("rules", "sampling") if k in data)
+            if candidates:  # beside a bare trace they would read as trace fields and be ignored
+                raise _bad(candidates[0], 'Candidate rules and sampling go with {"trace": {...}} or {"traces": [...]}.')
             items, prefix, single = [data], "", True
         else:
             raise _bad("", 'The body must be a trace object, or {"traces": [...]}.')

@@ -22,7 +22,8 @@ from rest_framework.views import APIView
 from accounts.models import Scope
 from accounts.permissions import principal_of, scoped
 from accounts.services import audit
-from config.problems import Problem, problem_responses
+from config.fields import StrictCharField
+from config.problems import Problem, json_object, problem_responses
 
 from .delivery import NotReplayable, deliveries_replay_dead, delivery_replay
 from .models import Delivery, DeliveryStatus
@@ -94,13 +95,17 @@ class DeliveryListQuery(serializers.Serializer):
         return decode_cursor(value)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # DRF reads an empty query value as "not given"; a typed filter left empty is a mistake.
+        empty = [str(name) for name, value in self.initial_data.items() if name in self.fields and value == ""]
+        if empty:
+            raise serializers.ValidationError({name: ["Must not be empty."] for name in empty})
         if attrs.get("since") and attrs.get("until") and attrs["since"] >= attrs["until"]:
             raise serializers.ValidationError({"since": ["Must be earlier than until."]})
         return attrs
 
 
 class BulkReplayBody(serializers.Serializer):
-    destination = serializers.CharField(required=False, max_length=200)
+    destination = StrictCharField(required=False, max_length=200)
     since = serializers.DateTimeField(required=False, help_text="Only dead letters dead-lettered at or after this.")
 
 
@@ -217,9 +222,8 @@ class DeliveryBulkReplayView(APIView):
     )
     def post(self, request: Request) -> Response:
         principal = principal_of(request)
-        data = request.data if request.data is not None else {}
-        if not isinstance(data, dict):
-            raise Problem(400, "validation", "The body must be a JSON object.", title="Invalid request")
+        # No body at all replays every dead letter; a body must be an object (JSON null is not one).
+        data = json_object(request) if request.body else {}
         body = BulkReplayBody(data=data)
         body.is_valid(raise_exception=True)
         params = body.validated_data

@@ -17,6 +17,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.fields import StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField
 from integrations.models import Integration, Platform
 from integrations.registry import canonical_platform
 from integrations.selectors import integration_names_and_platforms
@@ -41,36 +42,6 @@ SET_OUTPUT_ONLY = frozenset({"version", "updated_at", "updated_by"})
 
 # ---------------------------------------------------------------------------------------------
 # Strict JSON fields: DRF would read "0.5" as a number and "yes" as true.
-
-
-class StrictFloatField(serializers.FloatField):
-    def to_internal_value(self, data: Any) -> float:
-        if isinstance(data, bool) or not isinstance(data, int | float):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictIntegerField(serializers.IntegerField):
-    def to_internal_value(self, data: Any) -> int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class StrictBooleanField(serializers.BooleanField):
-    def to_internal_value(self, data: Any) -> bool:
-        if not isinstance(data, bool):
-            self.fail("invalid", input=data)
-        return data
-
-
-class StrictCharField(serializers.CharField):
-    default_error_messages = {"not_a_string": "Must be a string."}
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("not_a_string")
-        return super().to_internal_value(data)
 
 
 def _tags_field(help_text: str) -> serializers.ListField:

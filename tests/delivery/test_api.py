@@ -88,6 +88,7 @@ def test_it_pages_with_a_cursor(api, team):
         ({"cursor": "!!not-a-cursor"}, "cursor"),
         ({"cursor": "ZDphYmM"}, "cursor"),  # "d:abc"
         ({"since": "yesterday"}, "since"),
+        ({"until": ""}, "until"),
         ({"since": "2025-01-02T00:00:00Z", "until": "2025-01-01T00:00:00Z"}, "since"),
     ],
 )
@@ -191,6 +192,8 @@ def test_it_replays_all_dead_letters_with_filters(api, team, monkeypatch, django
     [
         ('{"since": "not a date"}', "application/json", 400),
         ('["a list"]', "application/json", 400),
+        ("null", "application/json", 400),
+        ('{"destination": 0}', "application/json", 400),
         ("{not json", "application/json", 400),
         ("destination=x", "application/x-www-form-urlencoded", 415),
     ],

@@ -475,3 +475,9 @@ def test_the_api_is_in_the_openapi_schema_with_problem_responses(api) -> None:
     assert "application/problem+json" in create_op["responses"]["409"]["content"]
     assert "application/problem+json" in create_op["responses"]["400"]["content"]
     assert "post" in paths["/api/v1/integrations/{integration_id}/test"]
+
+
+@pytest.mark.parametrize("field, value", [("enabled", 0), ("enabled", "true"), ("name", 5)])
+def test_json_types_are_not_coerced(api, field, value):
+    body = assert_problem(create(api, **{field: value}), 400)
+    assert field in body["errors"]

@@ -107,6 +107,8 @@ def test_a_taken_name_is_a_409(api, groq):
         ({"name": "ok", "base_url": "https://x.example/v1", "headers": {"X-A": "line\r\nX-B: injected"}}, "headers"),
         ({"base_url": "https://x.example/v1"}, "name"),
         ({"name": "ok"}, "base_url"),
+        ({"name": "ok", "base_url": "https://x.example/v1", "is_default": 0}, "is_default"),
+        ({"name": 5, "base_url": "https://x.example/v1"}, "name"),
     ],
 )
 def test_bad_input_is_a_400_problem(api, body, field):

@@ -203,3 +203,8 @@ def test_development_keys_may_dry_run_but_ci_keys_may_not(dev_api, ci_api, anon_
 def test_a_dry_run_uses_the_callers_team(api, rules, other_api):
     body = other_api.post(URL, {"model": "x", "status": "error"}, format="json").json()
     assert body["results"][0]["destinations"] == []
+
+
+def test_candidate_rules_beside_a_bare_trace_are_refused_not_ignored(api):
+    r = api.post(URL, {"model": "gpt-4o", "sampling": {"default_sample_rate": 0.0, "rules": []}}, format="json")
+    assert r.status_code == 400 and "sampling" in r.json()["errors"]

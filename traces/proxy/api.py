@@ -22,6 +22,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Scope
 from accounts.permissions import principal_of, scoped
+from config.fields import StrictBooleanField, StrictCharField
 from config.problems import Problem, json_object, problem_responses, validation_problem
 
 from ..models import Upstream, UpstreamKind
@@ -33,7 +34,7 @@ UpstreamPermission = scoped(Scope.INTEGRATIONS_READ, Scope.INTEGRATIONS_WRITE)
 
 
 class UpstreamInSerializer(serializers.Serializer):
-    name = serializers.CharField(
+    name = StrictCharField(
         max_length=50,
         help_text="Lowercase slug; chosen with `X-Service-Upstream: <name>` or `/api/v1/proxy/u/<name>/`.",
     )
@@ -42,13 +43,13 @@ class UpstreamInSerializer(serializers.Serializer):
         default=UpstreamKind.OPENAI,
         help_text="`openai` for any OpenAI-compatible server (Groq, OpenRouter, vLLM, Ollama…), `azure`, `anthropic`.",
     )
-    base_url = serializers.CharField(
+    base_url = StrictCharField(
         max_length=500, help_text="The proxied path is appended: e.g. `https://api.groq.com/openai/v1`."
     )
-    provider = serializers.CharField(
+    provider = StrictCharField(
         max_length=64, required=False, default="", allow_blank=True, help_text="Stamped on traces; inferred if blank."
     )
-    api_key = serializers.CharField(
+    api_key = StrictCharField(
         required=False,
         default="",
         allow_blank=True,
@@ -57,12 +58,12 @@ class UpstreamInSerializer(serializers.Serializer):
         help_text="Provider key sent when the client sends no credentials. Stored encrypted, shown masked.",
     )
     headers = serializers.DictField(
-        child=serializers.CharField(allow_blank=True),
+        child=StrictCharField(allow_blank=True),
         required=False,
         default=dict,
         help_text="Extra headers for every call (the client's own win). Credential headers are stored encrypted.",
     )
-    is_default = serializers.BooleanField(
+    is_default = StrictBooleanField(
         required=False,
         default=False,
         help_text="Use for calls that name no upstream (one default for OpenAI-style paths, one for Anthropic).",
