@@ -42,6 +42,14 @@ class Problem(exceptions.APIException):
         self.extra = extra
 
 
+class InvalidInput(Exception):
+    """A service refusing its input: ``errors`` maps field → messages (the API answers 400 with them)."""
+
+    def __init__(self, errors: Mapping[str, list[str]]) -> None:
+        super().__init__("; ".join(f"{k}: {', '.join(v)}" for k, v in errors.items()))
+        self.errors = dict(errors)
+
+
 def problem_body(status_code: int, slug: str, detail: str, *, title: str | None = None, **extra: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "type": TYPE_BASE + slug,

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from accounts.services import audit
 from config.crypto import decrypt_json, encrypt_json, mask
+from config.problems import InvalidInput
 
 from .exporters.base import CheckResult, ConfigError, Target
 from .exporters.configs import Field, is_sensitive_header, split_secrets
@@ -34,12 +35,8 @@ class NameTaken(Exception):
         self.name = name
 
 
-class InvalidIntegration(Exception):
+class InvalidIntegration(InvalidInput):
     """Field → messages, with config fields as ``config.<field>``."""
-
-    def __init__(self, errors: Mapping[str, list[str]]) -> None:
-        super().__init__("; ".join(f"{k}: {', '.join(v)}" for k, v in errors.items()))
-        self.errors = dict(errors)
 
 
 @dataclass(frozen=True)

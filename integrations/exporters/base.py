@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 import httpx
 
+from config.problems import InvalidInput
 from traces.records import TraceRecord
 
 
@@ -33,12 +34,8 @@ class ExportError(Exception):
         self.status_code = status_code
 
 
-class ConfigError(Exception):
+class ConfigError(InvalidInput):
     """Invalid integration config: ``errors`` maps field name → messages."""
-
-    def __init__(self, errors: Mapping[str, list[str]]) -> None:
-        super().__init__("; ".join(f"{k}: {', '.join(v)}" for k, v in errors.items()))
-        self.errors = dict(errors)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 
 from accounts.services import audit
 from config.crypto import encrypt_json, mask
+from config.problems import InvalidInput
 from integrations.exporters.configs import is_sensitive_header
 from integrations.urlguard import UnsafeDestination, check_url
 
@@ -40,10 +41,8 @@ class UpstreamNameTaken(Exception):
         super().__init__(f"This team already has an upstream named {name!r}.")
 
 
-class InvalidUpstream(Exception):
-    def __init__(self, errors: Mapping[str, list[str]]) -> None:
-        super().__init__("; ".join(f"{k}: {', '.join(v)}" for k, v in errors.items()))
-        self.errors = dict(errors)
+class InvalidUpstream(InvalidInput):
+    pass
 
 
 @dataclass(frozen=True)
