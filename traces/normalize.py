@@ -203,13 +203,7 @@ def _count(data: Mapping[str, Any], name: str, errors: _Errors) -> int | None:
         else:
             errors.add(name, "Must be an integer.")
             return None
-    if value < 0:
-        errors.add(name, "Must not be negative.")
-        return None
-    if value > MAX_INT:
-        errors.add(name, f"Must be at most {MAX_INT}.")
-        return None
-    return value
+    return value if _within_bounds(value, name, errors) else None
 
 
 def _duration(data: Mapping[str, Any], name: str, errors: _Errors) -> int | None:
@@ -220,13 +214,18 @@ def _duration(data: Mapping[str, Any], name: str, errors: _Errors) -> int | None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         errors.add(name, "Must be a number of milliseconds.")
         return None
+    return round(value) if _within_bounds(value, name, errors) else None
+
+
+def _within_bounds(value: float, name: str, errors: _Errors) -> bool:
+    """Counts and durations: 0 to MAX_INT, what the database's integer columns hold."""
     if value < 0:
         errors.add(name, "Must not be negative.")
-        return None
+        return False
     if value > MAX_INT:
         errors.add(name, f"Must be at most {MAX_INT}.")
-        return None
-    return round(value)
+        return False
+    return True
 
 
 def _timestamp(value: Any, errors: _Errors) -> datetime | None:
