@@ -4,11 +4,10 @@ import time
 from datetime import timedelta
 
 from django.core.cache import cache
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from . import keys
-from .models import ApiKey, Team
+from .models import ApiKey
 from .principals import KeyPrincipal
 
 KEY_CACHE_TTL = 60  # seconds; revocation deletes the entry, so this only bounds staleness across caches
@@ -91,7 +90,3 @@ def touch_last_used(key_id: int) -> None:
 def forget_key(digest: str) -> None:
     _local.pop(digest, None)
     cache.delete(_cache_key(digest))
-
-
-def api_keys_for_team(team: Team) -> QuerySet[ApiKey]:
-    return ApiKey.objects.filter(team=team).order_by("-created_at")

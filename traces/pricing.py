@@ -109,12 +109,6 @@ def _lookup(provider: str, model: str) -> _Entry:
     return entry
 
 
-def clear_cache() -> None:
-    with _lock:
-        _models.clear()
-        _providers.clear()
-
-
 def price(
     *, model: str, provider: str, prompt_tokens: int, completion_tokens: int, timestamp: datetime | None = None
 ) -> Price:

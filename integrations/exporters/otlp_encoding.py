@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from .calls import Call, Message, genai_provider, to_json
@@ -65,10 +65,6 @@ def add_attributes(container: Any, attributes: Mapping[str, Any]) -> None:
         kv = container.add()
         kv.key = key
         set_value(kv.value, value)
-
-
-def key_values(attributes: Mapping[str, Any]) -> list[KeyValue]:
-    return [KeyValue(key=k, value=any_value(v)) for k, v in attributes.items() if v is not None and v != ""]
 
 
 def _semconv_message(message: Message) -> dict[str, Any]:
