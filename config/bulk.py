@@ -17,20 +17,19 @@ M = TypeVar("M", bound=Model)
 
 
 @cache
-def _fields(model: type[Model]) -> tuple[tuple[str, Field[Any, Any]], ...]:
-    return tuple((f.attname, f) for f in model._meta.concrete_fields)
+def _fields(model: type[Model]) -> tuple[tuple[tuple[str, Field[Any, Any]], ...], frozenset[str]]:
+    fields = tuple((f.attname, f) for f in model._meta.concrete_fields)
+    return fields, frozenset(name for name, _ in fields)
 
 
 def build_row(model: type[M], values: Mapping[str, Any]) -> M:
     """A new, unsaved ``model`` from attribute name → value (``team_id``, not ``team``); fields not
     given take their defaults. Positional arguments in field order take Model.__init__'s fast path,
     about a third of the cost of keywords; a name that is not a field of ``model`` is an error."""
-    fields = _fields(model)
-    args = [values[name] if name in values else field.get_default() for name, field in fields]
-    if len(values) > len(fields) or not values.keys() <= {name for name, _ in fields}:
-        unknown = sorted(set(values) - {name for name, _ in fields})
-        raise TypeError(f"{model.__name__} has no fields {unknown}")
-    return model(*args)
+    fields, names = _fields(model)
+    if not values.keys() <= names:
+        raise TypeError(f"{model.__name__} has no fields {sorted(set(values) - names)}")
+    return model(*[values[name] if name in values else field.get_default() for name, field in fields])
 
 
 def insert_rows(rows: Sequence[Model]) -> None:
