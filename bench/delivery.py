@@ -244,7 +244,7 @@ def _setup(hook_url: str) -> tuple[int, Any]:
 def _make_rows(team_id: int, count: int) -> list[int]:
     from django.utils import timezone
 
-    from routing.models import Delivery
+    from delivery.models import Delivery
     from traces.ids import new_trace_id
     from traces.models import Trace
 
@@ -288,7 +288,7 @@ def _sink_count(sink: str) -> int:
 def _throughput(team_id: int, sink: str, count: int, latency_ms: float) -> float:
     import httpx
 
-    from routing import outbox
+    from delivery import outbox
 
     httpx.delete(f"{sink}/arrivals", timeout=10)
     print(f"== throughput: {count:,} traces, one webhook destination ({latency_ms:g} ms per request), 1 worker process")
@@ -358,7 +358,7 @@ def _profile(team_id: int, sink: str) -> None:
     import cProfile
     import pstats
 
-    from routing.delivery import deliver_batch
+    from delivery.engine import deliver_batch
 
     ids = _make_rows(team_id, 4000)
     print("== profile: deliver_batch in this process, 10 tasks of 400 rows")

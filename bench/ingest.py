@@ -206,7 +206,7 @@ class Server:
         out = self.manage(
             "shell",
             "-c",
-            "from traces.models import Trace; from routing.models import Delivery;"
+            "from traces.models import Trace; from delivery.models import Delivery;"
             "print(Trace.objects.count(), Delivery.objects.count())",
         )
         traces, deliveries = out.strip().splitlines()[-1].split()

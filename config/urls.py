@@ -12,7 +12,7 @@ handler500 = "config.problems.handler500"
 
 api_v1: list[URLPattern | URLResolver] = [
     path("", include("traces.urls")),
-    path("", include("routing.delivery_urls")),
+    path("", include("delivery.urls")),
     path("routing/", include("routing.urls")),
     path("", include("integrations.urls")),
     path("", include("traces.proxy.urls")),

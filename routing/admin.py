@@ -8,18 +8,15 @@ import json
 from typing import Any
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
-from django.utils.html import format_html
 
 from accounts.services import audit
 
 from .conditions import ConditionError, compile_condition
-from .delivery import NotReplayable, delivery_replay
-from .models import Delivery, RoutingRule, RuleSet, SamplingPolicy
+from .models import RoutingRule, RuleSet, SamplingPolicy
 from .serializers import DestinationChecker
 from .services import routing_rules_touched, sampling_policy_touched
 
@@ -217,49 +214,3 @@ class SamplingPolicyAdmin(admin.ModelAdmin):
             target=f"v{obj.version}",
             data={"default_sample_rate": obj.default_sample_rate, "rules": obj.rules, "via": "admin"},
         )
-
-
-@admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
-    """The outbox, read-only: the delivery engine owns every state change (replay is an action)."""
-
-    list_display = ["trace_link", "destination", "status", "attempts", "next_attempt_at", "short_error"]
-    list_filter = ["status", "destination"]
-    search_fields = ["=trace__trace_id"]
-    list_select_related = ["trace"]
-    ordering = ["-id"]
-    show_full_result_count = False  # no COUNT(*) over the whole outbox on every page
-    actions = ["replay"]
-    readonly_fields = [f.name for f in Delivery._meta.fields]
-
-    @admin.display(description="trace", ordering="trace__trace_id")
-    def trace_link(self, delivery: Delivery) -> str:
-        try:
-            url = reverse("admin:traces_trace_change", args=[delivery.trace_id])
-        except NoReverseMatch:
-            return delivery.trace.trace_id
-        return format_html('<a href="{}">{}</a>', url, delivery.trace.trace_id)
-
-    @admin.display(description="last error")
-    def short_error(self, delivery: Delivery) -> str:
-        text = delivery.last_error or ""
-        return text if len(text) <= 100 else text[:99] + "…"
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    @admin.action(description="Replay the selected dead or failed deliveries")
-    def replay(self, request: HttpRequest, queryset: QuerySet[Delivery]) -> None:
-        replayed, skipped = 0, 0
-        for delivery in queryset:
-            try:
-                delivery_replay(delivery=delivery)
-                replayed += 1
-            except NotReplayable:
-                skipped += 1
-        self.message_user(request, f"Replayed {replayed}; skipped {skipped} that were not dead or failed.")
-        if skipped and not replayed:
-            self.message_user(request, "Only dead or failed deliveries can be replayed.", level=messages.WARNING)

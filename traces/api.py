@@ -23,6 +23,7 @@ from accounts.permissions import scoped
 from accounts.principals import KeyPrincipal
 from config.jsoncodec import dumps
 from config.problems import Problem, problem_responses
+from delivery.selectors import trace_deliveries
 
 from . import selectors
 from .filters import FILTER_PARAMS, STATUS_PATTERN, FilterError, parse_trace_filter
@@ -273,7 +274,7 @@ class TraceDetail(APIView):
         if trace is None:
             raise Problem(404, "not-found", f"No trace '{trace_id[:128]}' in this team.")
         body = trace_json(trace)
-        body["deliveries"] = [delivery_json(d) for d in selectors.trace_deliveries(trace)]
+        body["deliveries"] = [delivery_json(d) for d in trace_deliveries(trace.pk)]
         return json_response(body)
 
 

@@ -1,4 +1,7 @@
-"""Reads: the feed page (filtered, cursor-paginated, newest first), one trace, its deliveries, plants."""
+"""Reads: the feed page (filtered, cursor-paginated, newest first), one trace, plants.
+
+A trace's deliveries are read by `delivery.selectors.trace_deliveries`.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,6 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from django.db.models import Q, QuerySet
-
-from routing.models import Delivery
 
 from .filters import TraceFilter
 from .models import Plant, Trace
@@ -64,10 +65,6 @@ def trace_page(
 
 def trace_get(*, team_id: int, trace_id: str) -> Trace | None:
     return Trace.objects.filter(team_id=team_id, trace_id=trace_id).first()
-
-
-def trace_deliveries(trace: Trace) -> list[Delivery]:
-    return list(Delivery.objects.filter(trace=trace).select_related("fallback_of").order_by("id"))
 
 
 def plants_for_team(team_id: int, *, limit: int | None = None) -> QuerySet[Plant]:

@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from accounts.principals import KeyPrincipal
 from config.bulk import build_row, insert_rows
-from routing.models import Delivery
-from routing.outbox import deliveries_for, enqueue_on_commit
+from delivery.models import Delivery
+from delivery.outbox import deliveries_for, enqueue_on_commit
 from routing.router import RoutingResult, route
 from routing.selectors import compiled_routing
 

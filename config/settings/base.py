@@ -20,6 +20,7 @@ INSTALLED_APPS = [
     "accounts",
     "traces",
     "routing",
+    "delivery",
     "integrations",
     "analytics",
     "reports",

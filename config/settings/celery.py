@@ -34,7 +34,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_TIMEOUT = 2
 CELERY_TASK_PUBLISH_RETRY = False
 
-# Delivery (routing.delivery): outbox sweeper, claim visibility timeout, circuit breaker.
+# Delivery (the delivery app): outbox sweeper, claim visibility timeout, circuit breaker.
 TRACERELAY_OUTBOX_SWEEP_INTERVAL_S = env.float("TRACERELAY_OUTBOX_SWEEP_INTERVAL_S", default=30.0)
 TRACERELAY_OUTBOX_SWEEP_GRACE_S = env.float("TRACERELAY_OUTBOX_SWEEP_GRACE_S", default=30.0)
 TRACERELAY_DELIVERY_CLAIM_TIMEOUT_S = env.float("TRACERELAY_DELIVERY_CLAIM_TIMEOUT_S", default=300.0)

@@ -10,7 +10,7 @@ from asgiref.sync import async_to_sync
 from django.test import AsyncClient
 
 from accounts.services import api_key_revoke
-from routing.models import Delivery
+from delivery.models import Delivery
 from traces.models import Trace
 
 from ..factories import ApiKeyFactory, RoutingRuleFactory, TeamFactory

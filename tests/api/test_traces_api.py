@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from routing.models import Delivery
+from delivery.models import Delivery
 from traces.models import Trace
 
 from ..factories import RoutingRuleFactory, TraceFactory

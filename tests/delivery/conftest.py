@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from routing import delivery, outbox
+from delivery import engine, outbox
 
 from .scripted import Script, ScriptedExporter
 
@@ -20,7 +20,7 @@ from .scripted import Script, ScriptedExporter
 def scripted(monkeypatch):
     """Every destination resolves to `ScriptedExporter`; ``scripted["name"]`` is that destination's script."""
     ScriptedExporter.scripts = {}
-    monkeypatch.setattr(delivery, "exporter_class", lambda platform: ScriptedExporter)
+    monkeypatch.setattr(engine, "exporter_class", lambda platform: ScriptedExporter)
 
     class Scripts(dict):
         def __missing__(self, key: str) -> Script:
@@ -44,9 +44,9 @@ def published(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _fresh_resolutions():
-    delivery.forget_resolved()
+    engine.forget_resolved()
     yield
-    delivery.forget_resolved()
+    engine.forget_resolved()
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from delivery.models import Delivery
 from integrations.exporters.base import Exporter, ExportError
-from routing.models import Delivery
 from routing.router import DestinationSpec
 from tests.factories import IntegrationFactory, TraceFactory
 from traces.records import TraceRecord

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import AuditEvent
-from routing.models import Delivery, DeliveryStatus
+from delivery.models import Delivery, DeliveryStatus
 from tests.factories import IntegrationFactory, TraceFactory
 
 from .scripted import make_delivery
@@ -118,7 +118,7 @@ def test_scopes_and_authentication(api, dev_api, ci_api, anon_api, team):
 
 
 def test_it_replays_a_dead_delivery_once(api, team, monkeypatch, django_capture_on_commit_callbacks):
-    from routing import outbox
+    from delivery import outbox
 
     sent: list[list[int]] = []
     monkeypatch.setattr(outbox, "publish", lambda ids, **kw: sent.append(list(ids)) or True)
@@ -143,7 +143,7 @@ def test_it_replays_a_dead_delivery_once(api, team, monkeypatch, django_capture_
 
 
 def test_it_replays_a_failed_primary_but_not_a_delivered_one(api, team, monkeypatch):
-    from routing import outbox
+    from delivery import outbox
 
     monkeypatch.setattr(outbox, "publish", lambda ids, **kw: True)
     failed = make_delivery(team, "a", status=DeliveryStatus.FAILED)
@@ -163,7 +163,7 @@ def test_another_team_cannot_replay_my_dead_letters(other_api, team):
 
 
 def test_it_replays_all_dead_letters_with_filters(api, team, monkeypatch, django_capture_on_commit_callbacks):
-    from routing import outbox
+    from delivery import outbox
 
     sent: list[int] = []
     monkeypatch.setattr(outbox, "publish", lambda ids, **kw: sent.extend(ids) or True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
+from delivery.policy import MAX_RETRY_AFTER_S, RetryPolicy, backoff_delay
 from integrations.models import Integration
-from routing.delivery import MAX_RETRY_AFTER_S, RetryPolicy, backoff_delay
 
 
 def test_the_ceiling_doubles_per_attempt_up_to_the_maximum():

@@ -8,8 +8,9 @@ import time
 import pytest
 from django.utils import timezone
 
-from routing.delivery import CircuitBreaker, deliver_batch
-from routing.models import Delivery, DeliveryStatus
+from delivery.breaker import CircuitBreaker
+from delivery.engine import deliver_batch
+from delivery.models import Delivery, DeliveryStatus
 
 from .scripted import make_delivery, make_integration, permanent, statuses, transient
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from config.cache import ResilientRedisCache
-from routing.delivery import CircuitBreaker
+from delivery.breaker import CircuitBreaker
 from tests.e2e.processes import free_port
 
 
@@ -28,9 +28,9 @@ def test_reads_miss_and_writes_fail_quietly(dead_cache, caplog):
 
 
 def test_the_circuit_breaker_lets_traffic_through_without_a_cache(dead_cache, monkeypatch):
-    from routing import delivery
+    from delivery import breaker
 
-    monkeypatch.setattr(delivery, "cache", dead_cache)
+    monkeypatch.setattr(breaker, "cache", dead_cache)
     breaker = CircuitBreaker(1, "langfuse", threshold=1, cooldown_s=30)
 
     breaker.record_failure()

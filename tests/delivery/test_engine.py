@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from routing import delivery
-from routing.delivery import deliver_batch
-from routing.models import Delivery, DeliveryStatus
+from delivery import states
+from delivery.engine import deliver_batch
+from delivery.models import Delivery, DeliveryStatus
 from tests.factories import TraceFactory
 
 from .scripted import make_delivery, make_integration, permanent, statuses, transient
@@ -231,7 +231,7 @@ def test_an_exporter_crash_is_a_transient_failure_not_a_stuck_row(team, primary,
 
 def test_a_row_claimed_by_another_worker_is_not_sent_again(team, primary, scripted, published):
     row = make_delivery(team, "primary")
-    token, claimed = delivery._claim([{"id": row.pk}])  # worker A holds it
+    token, claimed = states.claim([{"id": row.pk}])  # worker A holds it
 
     report = deliver_batch([row.pk])  # worker B gets the same ids
 
@@ -245,8 +245,8 @@ def test_two_claims_of_the_same_rows_never_both_win(team, primary):
     rows = [make_delivery(team, "primary") for _ in range(5)]
     ids = [r.pk for r in rows]
 
-    _, first = delivery._claim([{"id": i} for i in ids])
-    _, second = delivery._claim([{"id": i} for i in ids])
+    _, first = states.claim([{"id": i} for i in ids])
+    _, second = states.claim([{"id": i} for i in ids])
 
     assert len(first) == 5
     assert second == []
@@ -254,11 +254,11 @@ def test_two_claims_of_the_same_rows_never_both_win(team, primary):
 
 def test_a_worker_whose_claim_was_taken_back_does_not_overwrite_the_row(team, primary, scripted, published):
     row = make_delivery(team, "primary")
-    old_token, claimed = delivery._claim([{"id": row.pk}])
+    old_token, claimed = states.claim([{"id": row.pk}])
     # The sweeper took the row back (claim expired) and another worker delivered it.
     Delivery.objects.filter(pk=row.pk).update(status=DeliveryStatus.DELIVERED, claim_token=None)
 
-    changed = delivery._mine(old_token, claimed).update(status=DeliveryStatus.PENDING)
+    changed = states.mine(old_token, claimed).update(status=DeliveryStatus.PENDING)
 
     assert changed == 0
     assert statuses(row) == [DeliveryStatus.DELIVERED]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
+from delivery.engine import deliver_batch
+from delivery.models import Delivery, DeliveryStatus
 from integrations.registry import exporter_class
-from routing.delivery import deliver_batch
-from routing.models import Delivery, DeliveryStatus
 from tests.fakes.destinations import FakeMlflow, FakeOtlpCollector, FakePhoenix
 from tests.fakes.server import Reply
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from routing import outbox
-from routing.models import DeliveryStatus
+from delivery import outbox
+from delivery.models import DeliveryStatus
 from routing.router import Decision, DestinationSpec, RoutingResult
 from tests.factories import TraceFactory
 
@@ -66,9 +66,7 @@ def test_it_publishes_after_the_commit_and_not_on_rollback(monkeypatch, django_c
 def test_publish_sends_chunks_of_ids(monkeypatch, settings):
     settings.TRACERELAY_DELIVERY_TASK_CHUNK = 2
     calls = []
-    from routing import tasks
-
-    monkeypatch.setattr(tasks.deliver, "apply_async", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(outbox.app, "send_task", lambda name, **kw: calls.append(kw))
     monkeypatch.setattr(outbox, "_broker_down_until", 0.0)
 
     assert outbox.publish([1, 2, 3], countdown=4.0) is True
@@ -77,16 +75,14 @@ def test_publish_sends_chunks_of_ids(monkeypatch, settings):
 
 
 def test_a_broker_failure_is_logged_never_raised(monkeypatch, caplog):
-    from routing import tasks
-
-    def down(**kw):
+    def down(name, **kw):
         raise ConnectionError("Error 111 connecting to 127.0.0.1:1. Connection refused.")
 
-    monkeypatch.setattr(tasks.deliver, "apply_async", down)
+    monkeypatch.setattr(outbox.app, "send_task", down)
     monkeypatch.setattr(outbox, "_broker_down_until", 0.0)
 
     assert outbox.publish([1, 2]) is False
     assert "could not publish 2 deliveries" in caplog.text
     # Within the back-off window it does not even try (no connect timeout on every ingest).
-    monkeypatch.setattr(tasks.deliver, "apply_async", lambda **kw: pytest.fail("published while backing off"))
+    monkeypatch.setattr(outbox.app, "send_task", lambda name, **kw: pytest.fail("published while backing off"))
     assert outbox.publish([3]) is False

@@ -8,9 +8,10 @@ import pytest
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from routing import delivery
-from routing.models import Delivery, DeliveryStatus
-from routing.tasks import SWEEPER_TASK_NAME, ensure_sweeper_schedule
+from delivery import sweeper
+from delivery.engine import deliver_batch
+from delivery.models import Delivery, DeliveryStatus
+from delivery.tasks import SWEEPER_TASK_NAME, ensure_sweeper_schedule
 
 from .scripted import make_delivery, make_integration, statuses
 
@@ -34,7 +35,7 @@ def test_it_dispatches_pending_rows_whose_publish_was_lost(team, sweep_settings,
     future = make_delivery(team, "a", next_attempt_at=_ago(-600))
     done = make_delivery(team, "a", next_attempt_at=_ago(60), status=DeliveryStatus.DELIVERED)
 
-    report = delivery.sweep()
+    report = sweeper.sweep()
 
     assert report.dispatched == 1
     assert published == [([lost.pk], None)]
@@ -46,8 +47,8 @@ def test_it_dispatches_pending_rows_whose_publish_was_lost(team, sweep_settings,
 def test_it_does_not_dispatch_the_same_row_again_within_the_grace_period(team, sweep_settings, published):
     make_delivery(team, "a", next_attempt_at=_ago(60))
 
-    delivery.sweep()
-    delivery.sweep()
+    sweeper.sweep()
+    sweeper.sweep()
 
     assert len(published) == 1
 
@@ -55,7 +56,7 @@ def test_it_does_not_dispatch_the_same_row_again_within_the_grace_period(team, s
 def test_a_retry_whose_countdown_task_was_lost_is_swept_after_its_time(team, sweep_settings, published):
     retry = make_delivery(team, "a", next_attempt_at=_ago(40), dispatched_at=_ago(100))
 
-    delivery.sweep()
+    sweeper.sweep()
 
     assert published == [([retry.pk], None)]
 
@@ -65,7 +66,7 @@ def test_it_takes_back_rows_claimed_by_a_worker_that_died(team, sweep_settings, 
     stuck = make_delivery(team, "a", status=DeliveryStatus.SENDING, claimed_at=_ago(400), attempts=1)
     busy = make_delivery(team, "a", status=DeliveryStatus.SENDING, claimed_at=_ago(10), attempts=1)
 
-    report = delivery.sweep()
+    report = sweeper.sweep()
 
     stuck.refresh_from_db()
     assert report.reclaimed == 1
@@ -75,7 +76,7 @@ def test_it_takes_back_rows_claimed_by_a_worker_that_died(team, sweep_settings, 
     assert published == [([stuck.pk], None)]
     assert statuses(busy) == [DeliveryStatus.SENDING]
 
-    delivery.deliver_batch(published[0][0])
+    deliver_batch(published[0][0])
     stuck.refresh_from_db()
     assert stuck.status == DeliveryStatus.DELIVERED
     assert stuck.attempts == 2
@@ -85,19 +86,19 @@ def test_it_sweeps_at_most_the_limit_per_run(team, sweep_settings, published):
     for _ in range(5):
         make_delivery(team, "a", next_attempt_at=_ago(60))
 
-    report = delivery.sweep(limit=3)
+    report = sweeper.sweep(limit=3)
 
     assert report.dispatched == 3
     assert Delivery.objects.filter(dispatched_at__isnull=True).count() == 2
 
 
 def test_nothing_is_marked_dispatched_twice_when_the_broker_is_down(team, sweep_settings, monkeypatch):
-    from routing import outbox
+    from delivery import outbox
 
     monkeypatch.setattr(outbox, "publish", lambda ids, **kw: False)
     make_delivery(team, "a", next_attempt_at=_ago(60))
 
-    assert delivery.sweep().dispatched == 0
+    assert sweeper.sweep().dispatched == 0
 
 
 def test_the_periodic_task_is_written_with_the_configured_interval(settings):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from routing.delivery import deliver_batch
-from routing.models import Delivery, DeliveryStatus
+from delivery.engine import deliver_batch
+from delivery.models import Delivery, DeliveryStatus
 from tests.e2e.sink import WebhookSink
 from tests.factories import TraceFactory
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from routing import outbox
-from routing.models import Delivery
+from delivery import outbox
+from delivery.models import Delivery
 
 from .processes import CeleryWorker, RedisServer
 

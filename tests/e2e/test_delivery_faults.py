@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from routing.models import Delivery, DeliveryStatus
+from delivery.models import Delivery, DeliveryStatus
 
 from .conftest import _point_celery_at, statuses_by_destination, trace, wait_for
 from .processes import RedisServer

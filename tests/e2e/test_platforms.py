@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
+from delivery.models import Delivery, DeliveryStatus
 from integrations.exporters import ids
-from routing.models import Delivery, DeliveryStatus
 
 from .conftest import trace, wait_for
 from .processes import MLFLOW_BIN, PHOENIX_BIN, MlflowServer, PhoenixServer

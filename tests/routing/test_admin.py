@@ -7,8 +7,9 @@ import json
 import pytest
 
 from accounts.models import AuditEvent
+from delivery.models import Delivery, DeliveryStatus
 from routing import selectors
-from routing.models import Delivery, DeliveryStatus, RoutingRule, RuleSet, SamplingPolicy
+from routing.models import RoutingRule, RuleSet, SamplingPolicy
 from routing.router import route
 from tests.factories import RoutingRuleFactory, TraceFactory, UserFactory
 from traces.records import TraceRecord
@@ -57,7 +58,7 @@ def rule_form(team, **overrides):
         "/admin/routing/routingrule/",
         "/admin/routing/ruleset/",
         "/admin/routing/samplingpolicy/",
-        "/admin/routing/delivery/",
+        "/admin/delivery/delivery/",
         "/admin/routing/routingrule/add/",
         "/admin/routing/samplingpolicy/add/",
     ],
@@ -71,15 +72,15 @@ def test_the_admin_pages_load(admin_client, team, delivery, url):
 
 
 def test_the_delivery_list_shows_the_outbox_columns_and_filters(admin_client, delivery):
-    response = admin_client.get("/admin/routing/delivery/?status__exact=dead&destination=langfuse")
+    response = admin_client.get("/admin/delivery/delivery/?status__exact=dead&destination=langfuse")
     content = response.content.decode()
     assert "trc_admin_1" in content and "HTTP 503 from langfuse" in content
-    assert admin_client.get("/admin/routing/delivery/?q=trc_admin_1").content.decode().count("trc_admin_1") >= 1
-    assert "trc_admin_1" not in admin_client.get("/admin/routing/delivery/?q=trc_other").content.decode()
+    assert admin_client.get("/admin/delivery/delivery/?q=trc_admin_1").content.decode().count("trc_admin_1") >= 1
+    assert "trc_admin_1" not in admin_client.get("/admin/delivery/delivery/?q=trc_other").content.decode()
 
 
 def test_deliveries_cannot_be_edited_in_the_admin(admin_client, delivery):
-    response = admin_client.post(f"/admin/routing/delivery/{delivery.pk}/change/", {"status": "delivered"})
+    response = admin_client.post(f"/admin/delivery/delivery/{delivery.pk}/change/", {"status": "delivered"})
     assert response.status_code == 403
     delivery.refresh_from_db()
     assert delivery.status == DeliveryStatus.DEAD
@@ -88,11 +89,11 @@ def test_deliveries_cannot_be_edited_in_the_admin(admin_client, delivery):
 def test_the_replay_action_requeues_dead_deliveries(
     admin_client, delivery, django_capture_on_commit_callbacks, monkeypatch
 ):
-    from routing import outbox
+    from delivery import outbox
 
     monkeypatch.setattr(outbox, "publish", lambda ids, countdown=None: True)
     response = admin_client.post(
-        "/admin/routing/delivery/", {"action": "replay", "_selected_action": [delivery.pk]}, follow=True
+        "/admin/delivery/delivery/", {"action": "replay", "_selected_action": [delivery.pk]}, follow=True
     )
     assert "Replayed 1" in response.content.decode()
     delivery.refresh_from_db()

@@ -1,7 +1,7 @@
 import pytest
 
 from config.bulk import build_row
-from routing.models import Delivery, DeliveryStatus
+from delivery.models import Delivery, DeliveryStatus
 
 
 def test_it_fills_fields_not_given_with_their_defaults():

@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 
 from accounts.principals import KeyPrincipal
-from routing import outbox
-from routing.models import Delivery
+from delivery import outbox
+from delivery.models import Delivery
 from traces.models import Trace
 from traces.services import traces_ingest
 

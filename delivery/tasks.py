@@ -1,4 +1,4 @@
-"""Delivery tasks: another front door to `routing.delivery`, nothing more.
+"""Delivery tasks: another front door to the engine and the sweeper, nothing more.
 
 Tasks take Delivery ids, never payloads (the outbox row is the truth); results are ignored;
 ``acks_late`` so a message whose worker died is redelivered, and ``autoretry_for`` only the
@@ -18,15 +18,21 @@ from django.db import InterfaceError, OperationalError
 
 from config.celery import Queue
 
-from . import delivery
+from .client import close_http_client
+from .engine import deliver_batch
+from .outbox import DELIVER_TASK
+from .sweeper import sweep
 
 log = logging.getLogger(__name__)
 
+# Names kept from when these tasks lived in `routing`: queued messages and the beat schedule rows
+# already in databases carry them.
 SWEEPER_TASK_NAME = "routing: sweep the delivery outbox"
+SWEEP_TASK = "routing.sweep_outbox"
 
 
 @shared_task(
-    name="routing.deliver",
+    name=DELIVER_TASK,
     queue=Queue.DELIVERY,
     ignore_result=True,
     acks_late=True,
@@ -36,7 +42,7 @@ SWEEPER_TASK_NAME = "routing: sweep the delivery outbox"
     max_retries=5,
 )
 def deliver(delivery_ids: list[int]) -> None:
-    report = delivery.deliver_batch(delivery_ids)
+    report = deliver_batch(delivery_ids)
     if report.retried or report.dead or report.failed:
         log.info(
             "delivery batch: %d delivered, %d retrying, %d to fallback, %d dead, %d deferred",
@@ -48,9 +54,9 @@ def deliver(delivery_ids: list[int]) -> None:
         )
 
 
-@shared_task(name="routing.sweep_outbox", queue=Queue.DELIVERY, ignore_result=True, acks_late=True)
+@shared_task(name=SWEEP_TASK, queue=Queue.DELIVERY, ignore_result=True, acks_late=True)
 def sweep_outbox() -> None:
-    report = delivery.sweep()
+    report = sweep()
     if report.reclaimed or report.dispatched:
         log.info("outbox sweep: %d reclaimed from dead workers, %d dispatched", report.reclaimed, report.dispatched)
 
@@ -61,6 +67,7 @@ def ensure_sweeper_schedule() -> None:
     Called when beat starts, so the schedule exists whatever the database's history (a fresh
     install, a flushed test database) and follows TRACERELAY_OUTBOX_SWEEP_INTERVAL_S.
     """
+    # Imported here: beat_init is the only caller, and workers never need the beat models.
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
     every = max(1, round(float(settings.TRACERELAY_OUTBOX_SWEEP_INTERVAL_S)))
@@ -70,7 +77,7 @@ def ensure_sweeper_schedule() -> None:
     PeriodicTask.objects.update_or_create(
         name=SWEEPER_TASK_NAME,
         defaults={
-            "task": "routing.sweep_outbox",
+            "task": SWEEP_TASK,
             "interval": interval,
             "queue": str(Queue.DELIVERY),
             "expire_seconds": every,  # a late sweep is useless: the next one is coming
@@ -89,4 +96,4 @@ def _register_sweeper(sender: Any = None, **kwargs: Any) -> None:
 
 @worker_process_shutdown.connect
 def _close_client(**kwargs: Any) -> None:
-    delivery.close_http_client()
+    close_http_client()

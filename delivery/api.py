@@ -12,7 +12,6 @@ import base64
 import binascii
 from typing import Any
 
-from django.db.models import F, QuerySet
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -21,36 +20,17 @@ from rest_framework.views import APIView
 
 from accounts.models import Scope
 from accounts.permissions import principal_of, scoped
-from accounts.services import audit
 from config.fields import StrictCharField
 from config.problems import Problem, json_object, problem_responses
 
-from .delivery import NotReplayable, deliveries_replay_dead, delivery_replay
-from .models import Delivery, DeliveryStatus
+from . import selectors
+from .models import DeliveryStatus
+from .services import NotReplayable, deliveries_replay_dead, delivery_replay
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 
 DeliveryPermission = scoped(Scope.DELIVERIES_READ, Scope.DELIVERIES_WRITE)
-
-_FIELDS = (
-    "id",
-    "public_trace_id",
-    "destination",
-    "integration_name",
-    "rule_name",
-    "status",
-    "attempts",
-    "next_attempt_at",
-    "last_error",
-    "last_status_code",
-    "fallback_of_id",
-    "replay_count",
-    "replayed_at",
-    "created_at",
-    "updated_at",
-    "delivered_at",
-)
 
 
 class DeliverySerializer(serializers.Serializer):
@@ -124,14 +104,8 @@ def decode_cursor(value: str) -> int:
         raise serializers.ValidationError("Not a cursor from this list; pass next_cursor back unchanged.")
 
 
-def deliveries_for_team(team_id: int) -> QuerySet[Delivery]:
-    return Delivery.objects.filter(team_id=team_id).annotate(
-        public_trace_id=F("trace__trace_id"), integration_name=F("integration__name")
-    )
-
-
 def _one(team_id: int, delivery_id: int) -> dict[str, Any]:
-    row = deliveries_for_team(team_id).filter(pk=delivery_id).values(*_FIELDS).first()
+    row = selectors.delivery_row(team_id, delivery_id)
     if row is None:
         raise Problem(404, "not-found", f"No delivery {delivery_id} in this team.")
     return row
@@ -157,23 +131,10 @@ class DeliveryListView(APIView):
         query = DeliveryListQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        qs = deliveries_for_team(principal_of(request).team_id)
-        if "status" in params:
-            qs = qs.filter(status=params["status"])
-        if "destination" in params:
-            qs = qs.filter(destination=params["destination"])
-        if "trace" in params:
-            qs = qs.filter(trace__trace_id=params["trace"])
-        if "since" in params:
-            qs = qs.filter(created_at__gte=params["since"])
-        if "until" in params:
-            qs = qs.filter(created_at__lt=params["until"])
-        if "cursor" in params:
-            qs = qs.filter(pk__lt=params["cursor"])
         limit = params["limit"]
-        rows = list(qs.order_by("-pk").values(*_FIELDS)[: limit + 1])
-        next_cursor = encode_cursor(rows[limit - 1]["id"]) if len(rows) > limit else None
-        return Response({"data": DeliverySerializer(rows[:limit], many=True).data, "next_cursor": next_cursor})
+        rows, more = selectors.delivery_page(principal_of(request).team_id, params, limit=limit)
+        next_cursor = encode_cursor(rows[-1]["id"]) if more else None
+        return Response({"data": DeliverySerializer(rows, many=True).data, "next_cursor": next_cursor})
 
 
 class DeliveryDetailView(APIView):
@@ -199,14 +160,13 @@ class DeliveryReplayView(APIView):
     )
     def post(self, request: Request, delivery_id: int) -> Response:
         principal = principal_of(request)
-        delivery = Delivery.objects.filter(team_id=principal.team_id, pk=delivery_id).first()
+        delivery = selectors.team_delivery(principal.team_id, delivery_id)
         if delivery is None:
             raise Problem(404, "not-found", f"No delivery {delivery_id} in this team.")
         try:
-            delivery_replay(delivery=delivery)
+            delivery_replay(delivery=delivery, actor=principal.actor)
         except NotReplayable as exc:
             raise Problem(409, "not-replayable", str(exc), current_status=exc.status)
-        audit(team=principal.team_id, actor=principal.actor, action="delivery.replay", target=str(delivery_id))
         return Response(DeliverySerializer(_one(principal.team_id, delivery_id)).data, status=202)
 
 
@@ -228,12 +188,9 @@ class DeliveryBulkReplayView(APIView):
         body.is_valid(raise_exception=True)
         params = body.validated_data
         count = deliveries_replay_dead(
-            team_id=principal.team_id, destination=params.get("destination"), since=params.get("since")
-        )
-        audit(
-            team=principal.team_id,
+            team_id=principal.team_id,
             actor=principal.actor,
-            action="delivery.replay_dead",
-            data={"destination": params.get("destination"), "since": data.get("since"), "replayed": count},
+            destination=params.get("destination"),
+            since=params.get("since"),
         )
         return Response({"replayed": count}, status=202)

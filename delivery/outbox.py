@@ -2,8 +2,11 @@
 
 The ingest path calls `deliveries_for` to build the rows (it bulk-inserts them beside the Trace
 rows) and `enqueue_on_commit` with their ids. Publishing is best effort: when the broker is
-down the rows simply stay ``pending`` in the database and the sweeper (`routing.tasks.sweep_outbox`)
+down the rows simply stay ``pending`` in the database and the sweeper (`delivery.tasks.sweep_outbox`)
 dispatches them once the broker is back. Nothing is lost, nothing blocks the ingest for long.
+
+Tasks are published by name (`DELIVER_TASK`), so this module imports no task module: the tasks
+import the engine, and the engine imports this module.
 """
 
 from __future__ import annotations
@@ -18,15 +21,19 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.bulk import build_row
+from config.celery import Queue, app
+from routing.router import RoutingResult
 from traces.models import Trace
 
 from .models import Delivery, DeliveryStatus
-from .router import RoutingResult
 
 log = logging.getLogger(__name__)
 
 # Ids per published task: big enough to batch per destination, small enough to spread over workers.
 TASK_CHUNK = 400
+
+# The deliver task's name: kept from when it lived in `routing` (queued messages carry it).
+DELIVER_TASK = "routing.deliver"
 
 # After a failed publish, skip publishing for a few seconds: each attempt against a dead broker
 # costs a connection timeout, and the sweeper dispatches the rows anyway once it is back.
@@ -76,12 +83,16 @@ def publish(delivery_ids: Iterable[int], *, countdown: float | None = None) -> b
         return True
     if time.monotonic() < _broker_down_until:
         return False
-    from .tasks import deliver  # the task module imports the engine; keep the ingest import light
-
     chunk = int(getattr(settings, "TRACERELAY_DELIVERY_TASK_CHUNK", TASK_CHUNK))
     try:
         for start in range(0, len(ids), chunk):
-            deliver.apply_async(args=[ids[start : start + chunk]], countdown=countdown, retry=False)
+            app.send_task(
+                DELIVER_TASK,
+                args=[ids[start : start + chunk]],
+                countdown=countdown,
+                queue=str(Queue.DELIVERY),
+                retry=False,
+            )
     except Exception as exc:  # any broker/transport error: the rows are safe in the outbox
         with _lock:
             _broker_down_until = time.monotonic() + _BROKER_BACKOFF_S

@@ -1,0 +1,251 @@
+"""The delivery engine: outbox rows → exporters, with retries, a circuit breaker, fallbacks and a dead letter.
+
+A `deliver` task hands `deliver_batch` a list of Delivery ids. It reads the ones still pending and
+due, groups them by (team, destination), and for each group sends chunks of up to the exporter's
+``max_batch``. Each chunk is claimed first with a conditional UPDATE (pending → sending, stamped with
+a fresh claim token), so two workers never send the same row; outcomes are written only where the
+token is still ours. Outcomes:
+
+* delivered;
+* a transient failure → pending again at ``now + backoff`` (exponential, full jitter, at least the
+  destination's Retry-After), until the integration's ``max_attempts``;
+* a permanent failure, the last attempt, or a destination that no longer resolves → the row gives up:
+  ``failed`` with a new row for the next fallback destination, or ``dead`` (the dead letter, replayable).
+
+States: pending → sending → delivered | pending (retry) | failed (a fallback carries on) | dead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import logging
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+from django.utils import timezone
+
+from integrations.exporters.base import Exporter, ExportError, Target
+from integrations.models import Integration
+from integrations.registry import exporter_class
+from integrations.selectors import resolve_target
+from traces.models import Trace
+from traces.records import TraceRecord
+
+from .breaker import CircuitBreaker
+from .client import http_client
+from .models import Delivery, DeliveryStatus
+from .policy import RetryPolicy
+from .states import EARLY_SLACK, claim, defer, give_up, mine, retry
+
+log = logging.getLogger(__name__)
+
+LAST_ERROR_MAX = 2000
+
+
+@dataclass
+class DeliveryReport:
+    """What one `deliver_batch` call did (for logs, tests and the bench)."""
+
+    delivered: int = 0
+    retried: int = 0
+    failed: int = 0  # gave up here, a fallback row took over
+    dead: int = 0
+    deferred: int = 0  # circuit open: rescheduled without an attempt
+    skipped: int = 0  # not pending, not due, or claimed by someone else
+    fallbacks: list[int] = field(default_factory=list)
+
+
+_ROW_FIELDS = ("id", "team_id", "trace_id", "destination", "spec", "rule_name", "next_attempt_at", "attempts")
+
+
+@dataclass(frozen=True, slots=True)
+class _Sender:
+    integration: Integration | None
+    target: Target
+    exporter: Exporter
+    policy: RetryPolicy
+
+
+def deliver_batch(delivery_ids: Sequence[int], *, client: httpx.Client | None = None) -> DeliveryReport:
+    """Deliver the pending, due rows among ``delivery_ids``; safe to call twice with the same ids."""
+    report = DeliveryReport()
+    ids = list(dict.fromkeys(int(i) for i in delivery_ids))
+    if not ids:
+        return report
+    now = timezone.now()
+    # By primary key only (status is tested here): see `claim` on why the status index is avoided.
+    rows = Delivery.objects.filter(pk__in=ids).values(*_ROW_FIELDS, "status")
+    due = [r for r in rows if r["status"] == DeliveryStatus.PENDING and r["next_attempt_at"] <= now + EARLY_SLACK]
+    report.skipped += len(ids) - len(due)
+
+    groups: dict[tuple[int, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in due:
+        groups[(row["team_id"], row["destination"], _spec_key(row["spec"]))].append(row)
+
+    http = client or http_client()
+    for (team_id, destination, _), group in groups.items():
+        _deliver_group(team_id, destination, group, http, report)
+    return report
+
+
+# Resolved destinations, per process, for a few seconds: resolving costs queries and a decryption,
+# and a busy worker would repeat them for every task. An integration edit is seen within the TTL.
+RESOLVE_TTL_S = 5.0
+_resolved: dict[tuple[int, str], tuple[float, Integration | None, Target]] = {}
+
+
+def _resolve(team_id: int, spec: Mapping[str, Any]) -> tuple[Integration | None, Target]:
+    key = (team_id, _spec_key(spec))
+    now = time.monotonic()
+    hit = _resolved.get(key)
+    if hit is not None and now - hit[0] < RESOLVE_TTL_S:
+        return hit[1], hit[2]
+    integration, target = resolve_target(team_id, spec)
+    if len(_resolved) > 10_000:
+        _resolved.clear()
+    _resolved[key] = (now, integration, target)
+    return integration, target
+
+
+def forget_resolved() -> None:
+    _resolved.clear()
+
+
+def _spec_key(spec: Mapping[str, Any]) -> str:
+    # Rows of one destination may differ in tags or webhook url (routed by different rules);
+    # the fallback chain and sample rate do not change how a row is sent.
+    return json.dumps({k: v for k, v in spec.items() if k not in ("fallback", "sample_rate")}, sort_keys=True)
+
+
+def _deliver_group(
+    team_id: int, destination: str, rows: list[dict[str, Any]], http: httpx.Client, report: DeliveryReport
+) -> None:
+    try:
+        integration, target = _resolve(team_id, rows[0]["spec"])
+        cls = exporter_class(target.platform)
+        sender = _Sender(integration, target, cls(target, http), RetryPolicy.from_integration(integration))
+    except (LookupError, KeyError) as exc:
+        # The integration was deleted or disabled after routing: nothing to retry against.
+        message = f"destination {destination!r} cannot be resolved: {exc.args[0] if exc.args else exc}"
+        for chunk in _chunks(rows, 500):
+            token, claimed = claim(chunk)
+            if claimed:
+                give_up(claimed, token, message, None, None, report)
+            report.skipped += len(chunk) - len(claimed)
+        return
+    except Exception as exc:  # e.g. a secret that no configured Fernet key decrypts: fixable, so retry
+        log.exception("cannot prepare destination %r of team %s", destination, team_id)
+        error = ExportError(f"cannot prepare destination {destination!r}: {type(exc).__name__}: {exc}")
+        for chunk in _chunks(rows, 500):
+            token, claimed = claim(chunk)
+            report.skipped += len(chunk) - len(claimed)
+            if claimed:
+                _failed(claimed, token, error, RetryPolicy.from_integration(None), None, report)
+        return
+
+    breaker = CircuitBreaker(team_id, destination)
+    size = max(1, int(getattr(sender.exporter, "max_batch", 100)))
+    pending = list(rows)
+    while pending:
+        permit = breaker.acquire()
+        if not permit.allowed:
+            report.deferred += defer(pending, permit.retry_at)
+            return
+        chunk, pending = (pending[:1], pending[1:]) if permit.probe else (pending[:size], pending[size:])
+        _send_chunk(chunk, sender, breaker, permit.probe, report)
+
+
+def _send_chunk(
+    rows: list[dict[str, Any]], sender: _Sender, breaker: CircuitBreaker, probe: bool, report: DeliveryReport
+) -> None:
+    token, claimed = claim(rows)
+    report.skipped += len(rows) - len(claimed)
+    if not claimed:
+        if probe:
+            breaker.release_probe()
+        return
+    records_by_trace = _records([r["trace_id"] for r in claimed])
+    present = [r for r in claimed if r["trace_id"] in records_by_trace]
+    records = [records_by_trace[r["trace_id"]] for r in present]
+    integration_id = sender.integration.pk if sender.integration is not None else None
+    try:
+        sender.exporter.export(records)
+    except ExportError as exc:
+        error: ExportError = exc
+    except httpx.HTTPError as exc:  # an exporter that let a transport error through: transient
+        error = ExportError(f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # a bug in an exporter must not leave rows stuck in "sending"
+        log.exception("exporter %s crashed", sender.target.platform)
+        error = ExportError(f"exporter error: {type(exc).__name__}: {exc}")
+    else:
+        now = timezone.now()
+        report.delivered += mine(token, present).update(
+            status=DeliveryStatus.DELIVERED,
+            delivered_at=now,
+            updated_at=now,
+            claim_token=None,
+            integration_id=integration_id,
+        )
+        breaker.record_success()
+        return
+
+    message = _error_text(error)
+    if error.permanent:
+        if probe:  # the destination answered: it is up, whatever it thought of this batch
+            breaker.record_success()
+        give_up(present, token, message, error.status_code, integration_id, report)
+        return
+    breaker.record_failure(probe=probe)
+    _failed(present, token, error, sender.policy, integration_id, report)
+
+
+def _failed(
+    rows: list[dict[str, Any]],
+    token: uuid.UUID,
+    error: ExportError,
+    policy: RetryPolicy,
+    integration_id: int | None,
+    report: DeliveryReport,
+) -> None:
+    """A transient failure: retry the rows with attempts left, give up on the others."""
+    message = _error_text(error)
+    exhausted = [r for r in rows if r["attempts"] >= policy.max_attempts]
+    retrying = [r for r in rows if r["attempts"] < policy.max_attempts]
+    if exhausted:
+        note = f"gave up after {policy.max_attempts} attempts: {message}"
+        give_up(exhausted, token, note, error.status_code, integration_id, report)
+    if retrying:
+        report.retried += retry(retrying, token, message, error, policy, integration_id)
+
+
+@functools.cache
+def _record_columns() -> tuple[str, ...]:
+    """The Trace columns a `TraceRecord` is made of (not the routing decisions and other bulk)."""
+    wanted = {f.name for f in dataclasses.fields(TraceRecord)}
+    return ("id", *(f.attname for f in Trace._meta.concrete_fields if f.attname in wanted))
+
+
+def _records(trace_pks: Sequence[Any]) -> dict[Any, TraceRecord]:
+    """The traces as exporters see them; plain values, not model instances (this is the hot path)."""
+    rows = Trace.objects.filter(pk__in=list(trace_pks)).values(*_record_columns())
+    return {row["id"]: TraceRecord.from_trace(SimpleNamespace(**row)) for row in rows}
+
+
+def _error_text(error: ExportError) -> str:
+    text = error.message or str(error) or type(error).__name__
+    if error.status_code and str(error.status_code) not in text:
+        text = f"HTTP {error.status_code}: {text}"
+    return text[:LAST_ERROR_MAX]
+
+
+def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

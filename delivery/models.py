@@ -1,0 +1,83 @@
+"""The outbox: one Delivery row per trace and destination, and the states it goes through."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from accounts.models import Team
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"  # waiting to be sent (new, or a retry whose time has not come)
+    SENDING = "sending"  # claimed by a worker
+    DELIVERED = "delivered"
+    FAILED = "failed"  # gave up here; a fallback row carries on
+    DEAD = "dead"  # dead letter: replayable
+
+
+class Delivery(models.Model):
+    """The outbox: one row per trace and destination, written in the trace's transaction."""
+
+    # No single-column indexes on team and trace: the composite indexes below lead with them, and
+    # every index is written on every status change of a hot table.
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="deliveries", db_index=False)
+    trace = models.ForeignKey("traces.Trace", on_delete=models.CASCADE, related_name="deliveries", db_index=False)
+    destination = models.CharField(max_length=200, help_text="Integration name, or platform for ad-hoc targets.")
+    integration = models.ForeignKey(
+        "integrations.Integration", null=True, blank=True, on_delete=models.SET_NULL, related_name="deliveries"
+    )
+    spec = models.JSONField(default=dict, help_text="The destination as routed: tags, url, fallback chain.")
+    rule_name = models.CharField(max_length=200, blank=True)
+    fallback_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="fallbacks", db_index=False
+    )
+    status = models.CharField(max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0, help_text="Sends tried since creation or the last replay.")
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    # A worker claims a row with a conditional UPDATE (pending → sending) that stamps its own token;
+    # it records the outcome only where the token is still its own, so a row the sweeper handed to
+    # another worker (claim expired) is never written by two.
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    claim_token = models.UUIDField(null=True, blank=True)
+    # When a task for the current pending attempt was last handed to the broker (the sweeper skips
+    # rows dispatched within its grace period).
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    replay_count = models.PositiveIntegerField(default=0)
+    replayed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        # The table kept its name when the model moved here from `routing` (no rewrite of a hot table).
+        db_table = "routing_delivery"
+        constraints = [
+            models.UniqueConstraint(fields=["trace", "destination"], name="delivery_unique_trace_destination")
+        ]
+        indexes = [
+            # Only rows still in flight: delivered/failed/dead rows (nearly all of them) stay out of it.
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=models.Q(status__in=["pending", "sending"]),
+                name="delivery_due",
+            ),
+            # The API lists newest first by id (cursor = last id seen).
+            models.Index(fields=["team", "-id"], name="delivery_team_feed"),
+            # What people filter by status for: the rows that need attention. Other statuses are found
+            # from the feed index; keeping `status` out of most indexes spares every status change.
+            models.Index(
+                fields=["team", "status", "-id"],
+                condition=models.Q(status__in=["failed", "dead"]),
+                name="delivery_team_status",
+            ),
+            models.Index(
+                fields=["fallback_of"], condition=models.Q(fallback_of__isnull=False), name="delivery_fallback_of"
+            ),
+            models.Index(fields=["team", "destination", "-id"], name="delivery_team_destination"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trace_id} → {self.destination} ({self.status})"
