@@ -25,7 +25,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -43,24 +43,11 @@ from .breaker import CircuitBreaker
 from .client import http_client
 from .models import Delivery, DeliveryStatus
 from .policy import RetryPolicy
-from .states import EARLY_SLACK, claim, defer, give_up, mine, retry
+from .states import EARLY_SLACK, DeliveryReport, claim, defer, give_up, mine, retry
 
 log = logging.getLogger(__name__)
 
 LAST_ERROR_MAX = 2000
-
-
-@dataclass
-class DeliveryReport:
-    """What one `deliver_batch` call did (for logs, tests and the bench)."""
-
-    delivered: int = 0
-    retried: int = 0
-    failed: int = 0  # gave up here, a fallback row took over
-    dead: int = 0
-    deferred: int = 0  # circuit open: rescheduled without an attempt
-    skipped: int = 0  # not pending, not due, or claimed by someone else
-    fallbacks: list[int] = field(default_factory=list)
 
 
 _ROW_FIELDS = ("id", "team_id", "trace_id", "destination", "spec", "rule_name", "next_attempt_at", "attempts")

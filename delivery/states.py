@@ -11,8 +11,9 @@ import random
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import F, Field
@@ -24,11 +25,21 @@ from . import outbox
 from .models import Delivery, DeliveryStatus
 from .policy import RetryPolicy, backoff_delay
 
-if TYPE_CHECKING:  # the engine imports this module: the report type is for annotations only
-    from .engine import DeliveryReport
-
 # A countdown task can arrive a little early (clock skew between hosts, timer granularity).
 EARLY_SLACK = timedelta(seconds=1)
+
+
+@dataclass
+class DeliveryReport:
+    """What one `deliver_batch` call did (for logs, tests and the bench)."""
+
+    delivered: int = 0
+    retried: int = 0
+    failed: int = 0  # gave up here, a fallback row took over
+    dead: int = 0
+    deferred: int = 0  # circuit open: rescheduled without an attempt
+    skipped: int = 0  # not pending, not due, or claimed by someone else
+    fallbacks: list[int] = field(default_factory=list)
 
 
 def claim(rows: Sequence[Mapping[str, Any]]) -> tuple[uuid.UUID, list[dict[str, Any]]]:
