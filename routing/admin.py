@@ -16,8 +16,8 @@ from django.utils import timezone
 from accounts.services import audit
 
 from .conditions import ConditionError, compile_condition
+from .destinations import DestinationChecker
 from .models import RoutingRule, RuleSet, SamplingPolicy
-from .serializers import DestinationChecker
 from .services import routing_rules_touched, sampling_policy_touched
 
 

@@ -18,15 +18,13 @@ from rest_framework.views import APIView
 
 from accounts.models import Scope
 from accounts.permissions import principal_of, scoped
-from config.problems import PROBLEM_CONTENT_TYPE, Problem, ProblemSerializer, flatten_errors, problem_responses
-from traces.normalize import TraceValidationError, normalize_trace
+from config.problems import PROBLEM_CONTENT_TYPE, Problem, ProblemSerializer, problem_responses
 
 from . import selectors, services
+from .dry_run import routing_dry_run
 from .models import RoutingRule, RuleSet, SamplingPolicy
-from .router import route
 from .serializers import (
     MAX_TEST_TRACES,
-    DestinationChecker,
     RoutingRuleOutSerializer,
     RoutingRuleSetOutSerializer,
     RoutingRuleSetSerializer,
@@ -35,6 +33,7 @@ from .serializers import (
     SamplingPolicyOutSerializer,
     SamplingPolicySerializer,
 )
+from .validation import rules_context, validation_problem
 
 TAG = "Routing"
 
@@ -79,22 +78,6 @@ def _check_precondition(request: Request, kind: str, what: str, current: int) ->
     return expected
 
 
-def validation_problem(detail: Any, data: Any, *, title: str, prefix: str = "") -> Problem:
-    """Serializer errors → a 400 problem whose detail names the rule (by name) and the field."""
-    errors = flatten_errors(detail, prefix)
-    path, messages = next(iter(errors.items()), ("", ["Invalid input."]))
-    where = f"{path}: " if path else ""
-    match = re.match(r"(?:rules)\[(\d+)\]", path.removeprefix(f"{prefix}.") if prefix else path)
-    rules = data.get("rules") if isinstance(data, Mapping) else data if isinstance(data, list) else None
-    if match and isinstance(rules, list):
-        index = int(match.group(1))
-        item = rules[index] if index < len(rules) else None
-        name = item.get("name") if isinstance(item, Mapping) else None
-        if isinstance(name, str) and name.strip():
-            where = f"Rule '{name.strip()}' ({path}): "
-    return Problem(400, "validation", f"{where}{messages[0]}", title=title, errors=errors)
-
-
 def _iso(value: Any) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
@@ -121,13 +104,6 @@ def policy_json(policy: SamplingPolicy) -> dict[str, Any]:
         "rules": list(policy.rules or []),
         "version": policy.version,
         "updated_at": _iso(policy.updated_at) if policy.pk else None,
-    }
-
-
-def _rules_context(team_id: int) -> dict[str, Any]:
-    return {
-        "destination_checker": DestinationChecker(team_id),
-        "team_rule_ids": set(RoutingRule.objects.filter(team_id=team_id).values_list("id", flat=True)),
     }
 
 
@@ -275,7 +251,7 @@ class RoutingRulesView(APIView):
         team_id = principal.team_id
         _check_precondition(request, "rules", "rule set", selectors.rule_set(team_id).version)
         data = request.data
-        serializer = RoutingRuleSetSerializer(data=data, context=_rules_context(team_id))
+        serializer = RoutingRuleSetSerializer(data=data, context=rules_context(team_id))
         if not serializer.is_valid():
             raise validation_problem(serializer.errors, data, title="Invalid routing rules")
         try:
@@ -455,85 +431,15 @@ class RoutingTestView(APIView):
                 limit_traces=MAX_TEST_TRACES,
             )
 
-        compiled, rules_version, sampling_version = self._routing(
-            principal.team_id, candidate_rules, candidate_sampling, data
+        result = routing_dry_run(
+            principal=principal,
+            items=items,
+            rules=candidate_rules,
+            sampling=candidate_sampling,
+            prefix=prefix,
+            single=single,
         )
-
-        errors: dict[str, list[str]] = {}
-        status = 400
-        records = []
-        for i, item in enumerate(items):
-            where = prefix if single else f"{prefix}[{i}]"
-            if not isinstance(item, Mapping):
-                errors.setdefault(where, []).append("Must be a trace object.")
-                continue
-            try:
-                records.append(
-                    normalize_trace(item, team_id=principal.team_id, environment=principal.environment, source="api")
-                )
-            except TraceValidationError as exc:
-                status = 413 if exc.status == 413 else status
-                for field, messages in exc.errors.items():
-                    errors.setdefault(f"{where}.{field}" if where else field, []).extend(messages)
-        if errors:
-            path, messages = next(iter(errors.items()))
-            detail = f"{path}: {messages[0]}" if path else messages[0]
-            slug = "payload-too-large" if status == 413 else "validation"
-            raise Problem(status, slug, detail, title="Invalid trace", errors=errors)
-
-        results = []
-        for record in records:
-            ctx = record.condition_context()
-            result = route(ctx, compiled, explain=True)
-            results.append(
-                {
-                    "trace_id": record.trace_id,
-                    "trace": ctx,
-                    "destinations": result.destinations,
-                    "sampled_out": [_decision_json(d) for d in result.sampled_out],
-                    "decisions": [_decision_json(d) for d in result.decisions],
-                    "matched_rules": list(result.matched_rules),
-                    "sample_point": result.sample_point,
-                    "policy": {"rate": result.policy_rate, "reason": result.policy_reason},
-                    "evaluations": [e.as_dict() for e in result.evaluations],
-                    "errors": [{"rule": rule, "error": error} for rule, error in result.errors],
-                }
-            )
-        return Response({"rules_version": rules_version, "sampling_version": sampling_version, "results": results})
-
-    def _routing(self, team_id: int, rules: Any, sampling: Any, data: Any) -> tuple[Any, int | None, int | None]:
-        if rules is None and sampling is None:
-            compiled = selectors.load_compiled_routing(team_id)
-            return compiled, compiled.version, compiled.sampling_version
-        if rules is not None:
-            serializer = RoutingRuleSetSerializer(data={"rules": rules}, context=_rules_context(team_id))
-            if not serializer.is_valid():
-                raise validation_problem(serializer.errors, data, title="Invalid routing rules")
-            rule_dicts: list[Any] = serializer.validated_data["rules"]
-            rules_version: int | None = None
-        else:
-            rule_dicts = [selectors.rule_as_dict(r) for r in selectors.routing_rules(team_id)]
-            rules_version = selectors.rule_set(team_id).version
-        if sampling is not None:
-            policy_serializer = SamplingPolicySerializer(data=sampling)
-            if not policy_serializer.is_valid():
-                raise validation_problem(
-                    policy_serializer.errors, sampling, title="Invalid sampling policy", prefix="sampling"
-                )
-            default_rate = policy_serializer.validated_data["default_sample_rate"]
-            sampling_rules = policy_serializer.validated_data["rules"]
-            sampling_version: int | None = None
-        else:
-            policy = selectors.sampling_policy(team_id)
-            default_rate, sampling_rules, sampling_version = policy.default_sample_rate, policy.rules, policy.version
-        compiled = selectors.compile_routing(
-            rule_dicts, default_sample_rate=default_rate, sampling_rules=sampling_rules
-        )
-        return compiled, rules_version, sampling_version
-
-
-def _decision_json(decision: Any) -> dict[str, Any]:
-    return {**decision.as_dict(), "spec": decision.destination.as_dict()}
+        return Response(result)
 
 
 def _bad(field: str, message: str) -> Problem:

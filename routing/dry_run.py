@@ -1,0 +1,109 @@
+"""The dry run: where would these traces go, and why, under the saved or a candidate rule set.
+
+Each trace is normalised and priced like an ingested one (cost conditions see the computed cost);
+nothing is stored or sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from accounts.principals import KeyPrincipal
+from config.problems import Problem
+from traces.normalize import TraceValidationError, normalize_trace
+
+from . import selectors
+from .router import route
+from .serializers import RoutingRuleSetSerializer, SamplingPolicySerializer
+from .validation import rules_context, validation_problem
+
+
+def routing_dry_run(
+    *,
+    principal: KeyPrincipal,
+    items: Sequence[Any],
+    rules: Any,
+    sampling: Any,
+    prefix: str = "traces",
+    single: bool = False,
+) -> dict[str, Any]:
+    """Route ``items`` (raw trace objects) without storing them; ``rules``/``sampling`` (raw, or None
+    for the saved ones) are validated as a PUT would validate them. ``prefix`` and ``single`` say how
+    error paths name a trace (``traces[2].model``, or ``trace.model`` for a single one)."""
+    compiled, rules_version, sampling_version = _routing(principal.team_id, rules, sampling)
+
+    errors: dict[str, list[str]] = {}
+    status = 400
+    records = []
+    for i, item in enumerate(items):
+        where = prefix if single else f"{prefix}[{i}]"
+        if not isinstance(item, Mapping):
+            errors.setdefault(where, []).append("Must be a trace object.")
+            continue
+        try:
+            records.append(
+                normalize_trace(item, team_id=principal.team_id, environment=principal.environment, source="api")
+            )
+        except TraceValidationError as exc:
+            status = 413 if exc.status == 413 else status
+            for field, messages in exc.errors.items():
+                errors.setdefault(f"{where}.{field}" if where else field, []).extend(messages)
+    if errors:
+        path, messages = next(iter(errors.items()))
+        detail = f"{path}: {messages[0]}" if path else messages[0]
+        slug = "payload-too-large" if status == 413 else "validation"
+        raise Problem(status, slug, detail, title="Invalid trace", errors=errors)
+
+    results = []
+    for record in records:
+        ctx = record.condition_context()
+        result = route(ctx, compiled, explain=True)
+        results.append(
+            {
+                "trace_id": record.trace_id,
+                "trace": ctx,
+                "destinations": result.destinations,
+                "sampled_out": [_decision_json(d) for d in result.sampled_out],
+                "decisions": [_decision_json(d) for d in result.decisions],
+                "matched_rules": list(result.matched_rules),
+                "sample_point": result.sample_point,
+                "policy": {"rate": result.policy_rate, "reason": result.policy_reason},
+                "evaluations": [e.as_dict() for e in result.evaluations],
+                "errors": [{"rule": rule, "error": error} for rule, error in result.errors],
+            }
+        )
+    return {"rules_version": rules_version, "sampling_version": sampling_version, "results": results}
+
+
+def _routing(team_id: int, rules: Any, sampling: Any) -> tuple[Any, int | None, int | None]:
+    if rules is None and sampling is None:
+        compiled = selectors.load_compiled_routing(team_id)
+        return compiled, compiled.version, compiled.sampling_version
+    if rules is not None:
+        serializer = RoutingRuleSetSerializer(data={"rules": rules}, context=rules_context(team_id))
+        if not serializer.is_valid():
+            raise validation_problem(serializer.errors, {"rules": rules}, title="Invalid routing rules")
+        rule_dicts: list[Any] = serializer.validated_data["rules"]
+        rules_version: int | None = None
+    else:
+        rule_dicts = [selectors.rule_as_dict(r) for r in selectors.routing_rules(team_id)]
+        rules_version = selectors.rule_set(team_id).version
+    if sampling is not None:
+        policy_serializer = SamplingPolicySerializer(data=sampling)
+        if not policy_serializer.is_valid():
+            raise validation_problem(
+                policy_serializer.errors, sampling, title="Invalid sampling policy", prefix="sampling"
+            )
+        default_rate = policy_serializer.validated_data["default_sample_rate"]
+        sampling_rules = policy_serializer.validated_data["rules"]
+        sampling_version: int | None = None
+    else:
+        policy = selectors.sampling_policy(team_id)
+        default_rate, sampling_rules, sampling_version = policy.default_sample_rate, policy.rules, policy.version
+    compiled = selectors.compile_routing(rule_dicts, default_sample_rate=default_rate, sampling_rules=sampling_rules)
+    return compiled, rules_version, sampling_version
+
+
+def _decision_json(decision: Any) -> dict[str, Any]:
+    return {**decision.as_dict(), "spec": decision.destination.as_dict()}
