@@ -67,6 +67,7 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 
 
 def _load_and_freeze() -> None:
+    # Imported here: this runs after django.setup(), which the URLconf and the traces app need.
     from django.urls import get_resolver
 
     from traces.normalize import normalize_trace

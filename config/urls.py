@@ -3,7 +3,7 @@ from django.contrib.staticfiles.views import serve as staticfiles_serve
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from traces import health
+from config import health
 
 handler400 = "config.problems.handler400"
 handler403 = "config.problems.handler403"

@@ -29,9 +29,6 @@ from .models import Delivery, DeliveryStatus
 
 log = logging.getLogger(__name__)
 
-# Ids per published task: big enough to batch per destination, small enough to spread over workers.
-TASK_CHUNK = 400
-
 # The deliver task's name: kept from when it lived in `routing` (queued messages carry it).
 DELIVER_TASK = "routing.deliver"
 
@@ -83,7 +80,7 @@ def publish(delivery_ids: Iterable[int], *, countdown: float | None = None) -> b
         return True
     if time.monotonic() < _broker_down_until:
         return False
-    chunk = int(getattr(settings, "TRACERELAY_DELIVERY_TASK_CHUNK", TASK_CHUNK))
+    chunk = max(1, int(settings.TRACERELAY_DELIVERY_TASK_CHUNK))
     try:
         for start in range(0, len(ids), chunk):
             app.send_task(

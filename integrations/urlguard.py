@@ -90,7 +90,7 @@ def check_url(url: str, *, resolve: bool = True, require_resolvable: bool = Fals
     passes unless ``require_resolvable`` (config time: the DNS may not be there yet; send time
     fails on its own).
     """
-    allow_private = bool(getattr(settings, "TRACERELAY_ALLOW_PRIVATE_DESTINATIONS", True))
+    allow_private = bool(settings.TRACERELAY_ALLOW_PRIVATE_DESTINATIONS)
     try:
         parts = urlsplit(url)
         host = (parts.hostname or "").rstrip(".").lower()

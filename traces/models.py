@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import uuid
+
 import uuid_utils
 from django.db import models
 from django.utils import timezone
@@ -10,8 +12,6 @@ from .lookups import HasEntry, HasItem
 
 
 def _uuid7() -> object:
-    import uuid
-
     return uuid.UUID(bytes=uuid_utils.uuid7().bytes)
 
 

@@ -37,6 +37,8 @@ CELERY_TASK_PUBLISH_RETRY = False
 # Delivery (the delivery app): outbox sweeper, claim visibility timeout, circuit breaker.
 TRACERELAY_OUTBOX_SWEEP_INTERVAL_S = env.float("TRACERELAY_OUTBOX_SWEEP_INTERVAL_S", default=30.0)
 TRACERELAY_OUTBOX_SWEEP_GRACE_S = env.float("TRACERELAY_OUTBOX_SWEEP_GRACE_S", default=30.0)
+# Delivery ids per published task: big enough to batch per destination, small enough to spread over workers.
+TRACERELAY_DELIVERY_TASK_CHUNK = env.int("TRACERELAY_DELIVERY_TASK_CHUNK", default=400)
 TRACERELAY_DELIVERY_CLAIM_TIMEOUT_S = env.float("TRACERELAY_DELIVERY_CLAIM_TIMEOUT_S", default=300.0)
 TRACERELAY_BREAKER_FAILURES = env.int("TRACERELAY_BREAKER_FAILURES", default=5)
 TRACERELAY_BREAKER_COOLDOWN_S = env.float("TRACERELAY_BREAKER_COOLDOWN_S", default=30.0)

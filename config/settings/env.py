@@ -1,12 +1,40 @@
 """The one place that reads the environment (django-environ), shared by the settings modules."""
 
+import os
+import secrets
+import time
 from pathlib import Path
+from typing import Any
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
-env = environ.Env()
+_TRUE = frozenset({"1", "true", "yes", "on", "y", "t"})
+_FALSE = frozenset({"0", "false", "no", "off", "n", "f", ""})
+
+
+class StrictEnv(environ.Env):
+    """django-environ, except that a boolean it does not recognise stops the start.
+
+    environ reads any unknown word as False, so ``DEBUG=ture`` or ``HTTPS=yes please`` would be
+    switched off in silence; here they are refused with the variable named (as healthchecks' envbool).
+    """
+
+    def bool(self, var: str, default: Any = environ.Env.NOTSET) -> bool:  # type: ignore[override]
+        raw = self.ENVIRON.get(var)
+        if raw is None:
+            return bool(super().bool(var, default=default))
+        text = str(raw).strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        raise ImproperlyConfigured(f"{var}={raw!r} is not a boolean: use true/false, 1/0, yes/no or on/off.")
+
+
+env = StrictEnv()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 # Where the embedded default keeps its SQLite database and Celery's filesystem queue.
@@ -19,9 +47,6 @@ def data_secret_key() -> str:
     Production sets SECRET_KEY. The key also derives the Fernet key for integration secrets when
     TRACERELAY_FERNET_KEYS is unset, so it must stay the same across restarts: hence the file.
     """
-    import os
-    import secrets
-
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     path = DATA_DIR / "secret_key"
     try:
@@ -31,8 +56,6 @@ def data_secret_key() -> str:
             value = path.read_text().strip()
             if value:
                 return value
-            import time
-
             time.sleep(0.02)
         raise RuntimeError(f"{path} is empty: delete it or set SECRET_KEY")
     value = secrets.token_urlsafe(50)

@@ -4,6 +4,8 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from config.celery import app
+
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
@@ -22,8 +24,6 @@ def readyz(request: HttpRequest) -> JsonResponse:
     except Exception as exc:  # any driver error means not ready
         checks["database"] = f"error: {exc.__class__.__name__}"
     try:
-        from config.celery import app
-
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=2)
         checks["broker"] = "ok"
