@@ -6,7 +6,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.request import Request
 
-from config.problems import Problem
+from config.problems import BEARER_CHALLENGE, Problem
 
 from .principals import KeyPrincipal
 from .selectors import principal_for_key
@@ -39,7 +39,7 @@ class ApiKeyAuthentication(BaseAuthentication):
         return principal, principal
 
     def authenticate_header(self, request: Request) -> str:
-        return 'Bearer realm="api"'
+        return BEARER_CHALLENGE
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):

@@ -16,3 +16,8 @@ def dumps(value: Any) -> bytes:
         return orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(value, cls=DjangoJSONEncoder, separators=(",", ":")).encode()
+
+
+def iso(value: Any) -> str | None:
+    """A datetime as the API writes it: ISO 8601 with ``Z`` for UTC; None stays None."""
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None

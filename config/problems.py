@@ -141,6 +141,19 @@ def json_object(request: Any) -> dict[str, Any]:
     return request.data
 
 
+# The challenge every 401 carries (RFC 9110 §11.6.1), whichever door answered it.
+BEARER_CHALLENGE = 'Bearer realm="api"'
+
+
+def problem_parts(exc: Problem) -> tuple[dict[str, Any], dict[str, str]]:
+    """A `Problem` as its body and headers: the one rendering behind DRF's handler and the bare-ASGI doors."""
+    body = problem_body(exc.status_code, exc.slug, str(exc.detail), title=exc.title, errors=exc.errors, **exc.extra)
+    headers = dict(exc.headers)
+    if exc.status_code == 401:
+        headers["WWW-Authenticate"] = BEARER_CHALLENGE
+    return body, headers
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
@@ -151,8 +164,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
 
     headers: dict[str, str] = {}
     if isinstance(exc, Problem):
-        body = problem_body(exc.status_code, exc.slug, str(exc.detail), title=exc.title, errors=exc.errors, **exc.extra)
-        headers.update(exc.headers)
+        body, headers = problem_parts(exc)
     elif isinstance(exc, exceptions.ValidationError):
         return exception_handler(validation_problem(flatten_errors(exc.detail)), context)
     else:
@@ -161,10 +173,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     wait = getattr(exc, "wait", None)
     if isinstance(exc, exceptions.Throttled) and wait is not None:
         headers["Retry-After"] = str(int(wait) + 1)
-    response = Response(body, status=body["status"], headers=headers, content_type=PROBLEM_CONTENT_TYPE)
-    if body["status"] == 401:
-        response["WWW-Authenticate"] = 'Bearer realm="api"'
-    return response
+    if body["status"] == 401:  # DRF's own NotAuthenticated / AuthenticationFailed
+        headers["WWW-Authenticate"] = BEARER_CHALLENGE
+    return Response(body, status=body["status"], headers=headers, content_type=PROBLEM_CONTENT_TYPE)
 
 
 def handler404(request: Any, exception: Exception | None = None) -> Any:

@@ -8,8 +8,6 @@ POST /api/v1/deliveries/replay          every dead letter (optionally one destin
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -20,6 +18,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Scope
 from accounts.permissions import principal_of, scoped
+from config import cursors
 from config.fields import StrictCharField
 from config.problems import Problem, json_object, problem_responses
 
@@ -90,17 +89,16 @@ class BulkReplayBody(serializers.Serializer):
 
 
 def encode_cursor(last_id: int) -> str:
-    return base64.urlsafe_b64encode(f"d:{last_id}".encode()).decode().rstrip("=")
+    return cursors.encode_cursor(f"d:{last_id}")
 
 
 def decode_cursor(value: str) -> int:
     try:
-        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode()
-        kind, _, number = raw.partition(":")
+        kind, _, number = cursors.decode_cursor(value).partition(":")
         if kind != "d" or not number.isdigit():
-            raise ValueError
+            raise ValueError(value)
         return int(number)
-    except (ValueError, binascii.Error, UnicodeDecodeError):
+    except ValueError:
         raise serializers.ValidationError("Not a cursor from this list; pass next_cursor back unchanged.")
 
 

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Scope
 from accounts.permissions import principal_of, scoped
+from config.jsoncodec import iso
 from config.problems import PROBLEM_CONTENT_TYPE, Problem, ProblemSerializer, problem_responses
 
 from . import selectors, services
@@ -78,21 +79,17 @@ def _check_precondition(request: Request, kind: str, what: str, current: int) ->
     return expected
 
 
-def _iso(value: Any) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
-
-
 def rule_json(rule: RoutingRule) -> dict[str, Any]:
     body = selectors.rule_as_dict(rule)
-    body["created_at"] = _iso(rule.created_at)
-    body["updated_at"] = _iso(rule.updated_at)
+    body["created_at"] = iso(rule.created_at)
+    body["updated_at"] = iso(rule.updated_at)
     return body
 
 
 def rule_set_json(header: RuleSet, rules: Collection[RoutingRule]) -> dict[str, Any]:
     return {
         "version": header.version,
-        "updated_at": _iso(header.updated_at) if header.pk else None,
+        "updated_at": iso(header.updated_at) if header.pk else None,
         "updated_by": header.updated_by,
         "rules": [rule_json(r) for r in rules],
     }
@@ -103,7 +100,7 @@ def policy_json(policy: SamplingPolicy) -> dict[str, Any]:
         "default_sample_rate": policy.default_sample_rate,
         "rules": list(policy.rules or []),
         "version": policy.version,
-        "updated_at": _iso(policy.updated_at) if policy.pk else None,
+        "updated_at": iso(policy.updated_at) if policy.pk else None,
     }
 
 

@@ -19,8 +19,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from accounts.models import Scope
-from accounts.permissions import scoped
-from accounts.principals import KeyPrincipal
+from accounts.permissions import principal_of, scoped
 from config.jsoncodec import dumps
 from config.problems import Problem, problem_responses
 from delivery.selectors import trace_deliveries
@@ -67,12 +66,6 @@ def parse_limit(raw: str | None, *, default: int | None, maximum: int) -> int | 
         message = "Must be a positive integer."
         raise Problem(400, "invalid-parameter", message, errors={"limit": [message]}, parameter="limit")
     return min(int(raw), maximum)
-
-
-def _principal(request: Request) -> KeyPrincipal:
-    principal = request.auth
-    assert isinstance(principal, KeyPrincipal)  # HasApiKey ran first
-    return principal
 
 
 def reject_unknown_parameters(params: Any, known: Iterable[str], *, prefixes: tuple[str, ...] = ()) -> None:
@@ -147,7 +140,7 @@ class TraceListCreate(APIView):
         responses={200: TracePageSerializer, **problem_responses(400, 401, 403)},
     )
     def get(self, request: Request) -> HttpResponse:
-        principal = _principal(request)
+        principal = principal_of(request)
         reject_unknown_parameters(request.query_params, (*FILTER_PARAMS, "limit", "cursor"), prefixes=("metadata.",))
         trace_filter = _filter_or_400(request.query_params)
         limit = parse_limit(request.query_params.get("limit"), default=50, maximum=500)
@@ -193,7 +186,7 @@ class TraceListCreate(APIView):
         ],
     )
     def post(self, request: Request) -> HttpResponse:
-        principal = _principal(request)
+        principal = principal_of(request)
         data = read_json_body(request, settings.TRACE_MAX_BYTES, "A trace")
         if not isinstance(data, dict):
             raise Problem(400, "validation", "The body must be a JSON object (one trace).", title="Invalid request")
@@ -223,7 +216,7 @@ class TraceBatch(APIView):
         },
     )
     def post(self, request: Request) -> HttpResponse:
-        principal = _principal(request)
+        principal = principal_of(request)
         data = read_json_body(request, settings.BATCH_MAX_BYTES, "A batch")
         if not isinstance(data, dict) or not isinstance(data.get("traces"), list):
             raise Problem(
@@ -269,7 +262,7 @@ class TraceDetail(APIView):
         responses={200: TraceDetailSerializer, **problem_responses(401, 403, 404)},
     )
     def get(self, request: Request, trace_id: str) -> HttpResponse:
-        principal = _principal(request)
+        principal = principal_of(request)
         trace = selectors.trace_get(team_id=principal.team_id, trace_id=trace_id)
         if trace is None:
             raise Problem(404, "not-found", f"No trace '{trace_id[:128]}' in this team.")
@@ -294,7 +287,7 @@ class PlantList(APIView):
         responses={200: PlantSerializer(many=True), **problem_responses(400, 401, 403)},
     )
     def get(self, request: Request) -> HttpResponse:
-        principal = _principal(request)
+        principal = principal_of(request)
         reject_unknown_parameters(request.query_params, ("limit",))
         limit = parse_limit(request.query_params.get("limit"), default=None, maximum=PLANTS_MAX)
         return json_response([plant_json(p) for p in selectors.plants_for_team(principal.team_id, limit=limit)])

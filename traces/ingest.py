@@ -31,7 +31,7 @@ from accounts.principals import KeyPrincipal
 from accounts.selectors import principal_for_key, principal_from_memory
 from config.asgi_types import ASGIApp, AsgiScope, Receive, Send
 from config.jsoncodec import dumps
-from config.problems import PROBLEM_CONTENT_TYPE, Problem, problem_body
+from config.problems import PROBLEM_CONTENT_TYPE, Problem, problem_parts
 
 from .models import Trace
 from .serializers import trace_json
@@ -104,15 +104,6 @@ writer = GroupCommitWriter()
 
 def _json(body: Any, status: int, content_type: str = "application/json") -> HttpResponse:
     return HttpResponse(dumps(body), status=status, content_type=content_type)
-
-
-def problem_parts(exc: Problem) -> tuple[dict[str, Any], dict[str, str]]:
-    """A `Problem` as the body and headers DRF's exception handler would give it."""
-    body = problem_body(exc.status_code, exc.slug, str(exc.detail), title=exc.title, errors=exc.errors, **exc.extra)
-    headers = dict(exc.headers)
-    if exc.status_code == 401:
-        headers["WWW-Authenticate"] = 'Bearer realm="api"'
-    return body, headers
 
 
 def problem(exc: Problem) -> HttpResponse:

@@ -5,13 +5,13 @@ A trace's deliveries are read by `delivery.selectors.trace_deliveries`.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
 from django.db.models import Q, QuerySet
+
+from config import cursors
 
 from .filters import TraceFilter
 from .models import Plant, Trace
@@ -24,19 +24,18 @@ class CursorError(ValueError):
 
 
 def encode_cursor(trace: Trace) -> str:
-    raw = f"{trace.timestamp.isoformat()}|{trace.id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return cursors.encode_cursor(f"{trace.timestamp.isoformat()}|{trace.id}")
 
 
 def decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        raw = cursors.decode_cursor(cursor)
         stamp, _, ident = raw.partition("|")
         when = datetime.fromisoformat(stamp)
         if when.tzinfo is None:
             raise ValueError("naive")
         return when, uuid.UUID(ident)
-    except (ValueError, binascii.Error, UnicodeDecodeError):
+    except ValueError:
         raise CursorError("Not a cursor this API gave out: pass next_cursor as it came.")
 
 

@@ -13,11 +13,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
+from config.jsoncodec import iso
+
 from .models import Plant, Source, Status, Trace
-
-
-def _iso(value: Any) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
 def _number(value: Any) -> float | None:
@@ -35,8 +33,8 @@ def trace_json(trace: Trace, *, full: bool = True) -> dict[str, Any]:
         "total_tokens": trace.total_tokens,
         "latency_ms": trace.latency_ms,
         "time_to_first_token_ms": trace.time_to_first_token_ms,
-        "timestamp": _iso(trace.timestamp),
-        "received_at": _iso(trace.received_at),
+        "timestamp": iso(trace.timestamp),
+        "received_at": iso(trace.received_at),
         "status": trace.status,
         "error": {"type": trace.error_type, "message": trace.error_message}
         if (trace.error_type or trace.error_message)
@@ -72,8 +70,8 @@ def delivery_json(delivery: Any) -> dict[str, Any]:
         "attempts": delivery.attempts,
         "last_error": delivery.last_error,
         "last_status_code": delivery.last_status_code,
-        "next_attempt_at": _iso(delivery.next_attempt_at),
-        "delivered_at": _iso(delivery.delivered_at),
+        "next_attempt_at": iso(delivery.next_attempt_at),
+        "delivered_at": iso(delivery.delivered_at),
         "fallback_of": delivery.fallback_of.destination if delivery.fallback_of_id else None,
     }
 
