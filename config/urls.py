@@ -3,6 +3,7 @@ from django.contrib.staticfiles.views import serve as staticfiles_serve
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from config.views import home
 from traces import health
 
 handler400 = "config.problems.handler400"
@@ -29,5 +30,6 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("api/v1/", include(api_v1)),
+    path("", home, name="home"),
     path("", include("traces.root_urls")),
 ]
