@@ -6,13 +6,16 @@ from datetime import timedelta
 from django.core.cache import cache
 from django.utils import timezone
 
+from config import invalidation
+
 from . import keys
 from .models import ApiKey
 from .principals import KeyPrincipal
 
 KEY_CACHE_TTL = 60  # seconds; revocation deletes the entry, so this only bounds staleness across caches
 # Each process also keeps principals a few seconds in memory: a Redis round trip per request is a
-# tenth of the ingest path's cost. Revocation clears this process at once, others within LOCAL_TTL.
+# tenth of the ingest path's cost. Revocation clears every process through the invalidation bus
+# (config/invalidation.py); LOCAL_TTL bounds staleness only while the bus itself is down.
 LOCAL_TTL = 5.0
 LOCAL_MAX = 10_000
 _local: dict[str, tuple[float, KeyPrincipal]] = {}
@@ -36,6 +39,7 @@ def principal_for_key(raw: str) -> KeyPrincipal | None:
     hit = _local.get(digest)
     if hit is not None and hit[0] > now:
         return hit[1]
+    invalidation.ensure_listening()  # before the read: a revocation from now on reaches this process
     principal = _principal_from_shared_cache_or_db(digest)
     if principal is not None:
         if len(_local) >= LOCAL_MAX:
@@ -88,5 +92,17 @@ def touch_last_used(key_id: int) -> None:
 
 
 def forget_key(digest: str) -> None:
+    """After a revocation: out of the shared cache, and (on commit) out of every process's memory."""
     _local.pop(digest, None)
     cache.delete(_cache_key(digest))
+    invalidation.publish(invalidation.API_KEYS, digest)
+
+
+def _forget_local(digest: str | None) -> None:
+    if digest is None:
+        _local.clear()
+    else:
+        _local.pop(digest, None)
+
+
+invalidation.subscribe(invalidation.API_KEYS, _forget_local)

@@ -134,8 +134,15 @@ def validation_problem(errors: dict[str, list[str]], *, title: str = "Invalid re
     return Problem(400, "validation", f"{where}{messages[0]}", title=title, errors=errors)
 
 
+def empty_body() -> Problem:
+    return Problem(400, "empty-body", "The request body is empty: send a JSON object.", title="Empty body")
+
+
 def json_object(request: Any) -> dict[str, Any]:
-    """The request's parsed JSON body, which must be an object."""
+    """The request's parsed JSON body, which must be an object (DRF reads no body at all as ``{}``:
+    that is an `empty-body` problem here, as it is in config/jsonbody.py)."""
+    if request.stream is None:
+        raise empty_body()
     if not isinstance(request.data, dict):
         raise Problem(400, "validation", "The body must be a JSON object.", title="Invalid request")
     return request.data

@@ -181,7 +181,7 @@ class DeliveryBulkReplayView(APIView):
     def post(self, request: Request) -> Response:
         principal = principal_of(request)
         # No body at all replays every dead letter; a body must be an object (JSON null is not one).
-        data = json_object(request) if request.body else {}
+        data = json_object(request) if request.stream is not None else {}
         body = BulkReplayBody(data=data)
         body.is_valid(raise_exception=True)
         params = body.validated_data

@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 from django.utils import timezone
 
+from config import invalidation
 from integrations.exporters.base import Exporter, ExportError, Target
 from integrations.models import Integration
 from integrations.registry import exporter_class
@@ -84,7 +85,8 @@ def deliver_batch(delivery_ids: Sequence[int], *, client: httpx.Client | None = 
 
 
 # Resolved destinations, per process, for a few seconds: resolving costs queries and a decryption,
-# and a busy worker would repeat them for every task. An integration edit is seen within the TTL.
+# and a busy worker would repeat them for every task. An integration edit empties it in every
+# process at once (config/invalidation.py); the TTL bounds staleness only while that bus is down.
 RESOLVE_TTL_S = 5.0
 _resolved: dict[tuple[int, str], tuple[float, Integration | None, Target]] = {}
 
@@ -95,6 +97,7 @@ def _resolve(team_id: int, spec: Mapping[str, Any]) -> tuple[Integration | None,
     hit = _resolved.get(key)
     if hit is not None and now - hit[0] < RESOLVE_TTL_S:
         return hit[1], hit[2]
+    invalidation.ensure_listening()
     integration, target = resolve_target(team_id, spec)
     if len(_resolved) > 10_000:
         _resolved.clear()
@@ -102,8 +105,11 @@ def _resolve(team_id: int, spec: Mapping[str, Any]) -> tuple[Integration | None,
     return integration, target
 
 
-def forget_resolved() -> None:
+def forget_resolved(_team: str | None = None) -> None:
     _resolved.clear()
+
+
+invalidation.subscribe(invalidation.INTEGRATIONS, forget_resolved)
 
 
 def _spec_key(spec: Mapping[str, Any]) -> str:

@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.services import audit
+from config import invalidation
 from config.crypto import decrypt_json, encrypt_json, mask
 from config.problems import InvalidInput
 
@@ -130,6 +131,7 @@ def integration_create(*, team_id: int, data: IntegrationInput, actor: str) -> I
             target=integration.name,
             data={"id": integration.pk, "platform": platform, "secrets": secrets_set(integration)},
         )
+        invalidation.publish(invalidation.INTEGRATIONS, team_id)  # delivery workers resolve names afresh
     return integration
 
 
@@ -206,6 +208,7 @@ def integration_update(*, integration: Integration, changes: Mapping[str, Any], 
             target=integration.name,
             data={"id": integration.pk, "changed": changed, "secrets_changed": secrets_changed},
         )
+        invalidation.publish(invalidation.INTEGRATIONS, integration.team_id)
     return integration
 
 
@@ -218,6 +221,7 @@ def integration_delete(*, integration: Integration, actor: str) -> None:
             target=integration.name,
             data={"id": integration.pk, "platform": integration.platform},
         )
+        invalidation.publish(invalidation.INTEGRATIONS, integration.team_id)
         integration.delete()
 
 

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Scope
 from accounts.permissions import principal_of, scoped
+from config.jsonbody import request_json
 from config.jsoncodec import iso
 from config.problems import PROBLEM_CONTENT_TYPE, Problem, ProblemSerializer, problem_responses
 
@@ -247,7 +248,7 @@ class RoutingRulesView(APIView):
         principal = principal_of(request)
         team_id = principal.team_id
         _check_precondition(request, "rules", "rule set", selectors.rule_set(team_id).version)
-        data = request.data
+        data = request_json(request)
         serializer = RoutingRuleSetSerializer(data=data, context=rules_context(team_id))
         if not serializer.is_valid():
             raise validation_problem(serializer.errors, data, title="Invalid routing rules")
@@ -325,7 +326,7 @@ class SamplingPolicyView(APIView):
         principal = principal_of(request)
         team_id = principal.team_id
         _check_precondition(request, "sampling", "sampling policy", selectors.sampling_policy(team_id).version)
-        data = request.data
+        data = request_json(request)
         serializer = SamplingPolicySerializer(data=data)
         if not serializer.is_valid():
             raise validation_problem(serializer.errors, data, title="Invalid sampling policy")
@@ -384,7 +385,7 @@ class RoutingTestView(APIView):
     )
     def post(self, request: Request) -> Response:
         principal = principal_of(request)
-        data = request.data
+        data = request_json(request)
         candidate_rules: Any = None
         candidate_sampling: Any = None
         single = False

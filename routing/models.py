@@ -50,5 +50,8 @@ class SamplingPolicy(models.Model):
     version = models.PositiveIntegerField(default=0)
     updated_at = models.DateTimeField(default=timezone.now)
 
+    class Meta:
+        verbose_name_plural = "sampling policies"
+
     def __str__(self) -> str:
         return f"{self.team} sampling (default {self.default_sample_rate})"

@@ -4,8 +4,9 @@
 process keeps the compiled rules per team and only asks whether they changed every
 `RECHECK_SECONDS`. The question goes to the shared cache (one GET of the team's
 ``(rules version, sampling version)``), and to the database only when the cache has no answer.
-A PUT drops this process's copy at once and, on commit, writes the new versions to the cache,
-so other processes pick the change up within `RECHECK_SECONDS`.
+A PUT drops this process's copy at once and, on commit, writes the new versions to the cache and
+publishes the change on the invalidation bus (config/invalidation.py), which drops every other
+process's copy at once; `RECHECK_SECONDS` bounds staleness only while the bus is down.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db.models import QuerySet
+
+from config import invalidation
 
 from .conditions import Broken, ConditionError, compile_condition
 from .models import RoutingRule, RuleSet, SamplingPolicy
@@ -222,6 +225,7 @@ def compiled_routing(team_id: int) -> CompiledRouting:
     entry = _compiled.get(team_id)
     if entry is not None and now - entry.checked_at < RECHECK_SECONDS:
         return entry.compiled
+    invalidation.ensure_listening()
     versions = current_versions(team_id)
     if entry is not None and entry.versions == versions:
         _remember(team_id, _Entry(versions, entry.compiled, now))
@@ -248,9 +252,14 @@ def forget_compiled_routing(team_id: int | None = None) -> None:
 
 
 def publish_versions(team_id: int) -> None:
-    """After a commit that changed rules or policy: tell every process (through the cache)."""
+    """After a commit that changed rules or policy: tell every process (the invalidation bus drops
+    their copies at once; the versions in the shared cache are the backstop when the bus is down)."""
     forget_compiled_routing(team_id)
+    invalidation.publish(invalidation.ROUTING, team_id)
     try:
         cache.set(versions_cache_key(team_id), list(stored_versions(team_id)), VERSIONS_TTL)
     except Exception:  # other processes notice when the old entry expires (VERSIONS_TTL)
         log.warning("routing: could not publish new rule versions to the cache", exc_info=True)
+
+
+invalidation.subscribe(invalidation.ROUTING, lambda team: forget_compiled_routing(int(team) if team else None))

@@ -15,3 +15,16 @@ def test_it_refuses_a_key_with_a_bad_checksum():
 
 def test_healthz_answers(client):
     assert client.get("/healthz").json() == {"status": "ok"}
+
+
+def test_the_root_points_at_the_api_docs_and_the_admin(client):
+    response = client.get("/")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/html")
+    page = response.content.decode()
+    assert 'href="/api/v1/docs/"' in page and 'href="/admin/"' in page
+
+
+def test_the_admin_spells_its_plurals(admin_client):
+    page = admin_client.get("/admin/").content.decode()
+    assert "Sampling policies" in page
+    assert "policys" not in page

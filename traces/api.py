@@ -14,7 +14,6 @@ from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -51,10 +50,12 @@ def json_response(body: Any, status: int = 200) -> HttpResponse:
 
 
 def read_json_body(request: HttpRequest | Request, max_bytes: int, what: str) -> Any:
-    """The request body as JSON: 415 unless it is application/json, 413 over ``max_bytes``, 400 if malformed."""
+    """The request body as JSON (gzip or not): 415 unless it is application/json, 413 over ``max_bytes``
+    (decompressed), 400 if empty, malformed or too deep (config/jsonbody.py)."""
     request = getattr(request, "_request", request)  # DRF's Request wraps Django's
-    check_json_headers(request.content_type or "", request.META.get("CONTENT_LENGTH"), max_bytes, what)
-    return parse_json(request.body, max_bytes, what)
+    encoding = request.headers.get("Content-Encoding", "")
+    check_json_headers(request.content_type or "", request.META.get("CONTENT_LENGTH"), max_bytes, what, encoding)
+    return parse_json(request.body, max_bytes, what, encoding)
 
 
 def parse_limit(raw: str | None, *, default: int | None, maximum: int) -> int | None:
@@ -124,7 +125,6 @@ FILTER_PARAMETERS = [
 
 class TraceListCreate(APIView):
     permission_classes = [scoped(Scope.TRACES_READ, Scope.INGEST)]
-    parser_classes = [JSONParser]
 
     @extend_schema(
         tags=[TAG],
@@ -198,7 +198,6 @@ class TraceListCreate(APIView):
 
 class TraceBatch(APIView):
     permission_classes = [scoped(Scope.INGEST)]
-    parser_classes = [JSONParser]
 
     @extend_schema(
         tags=[TAG],

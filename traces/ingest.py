@@ -19,7 +19,6 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
-import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
@@ -30,6 +29,14 @@ from accounts.models import Scope
 from accounts.principals import KeyPrincipal
 from accounts.selectors import principal_for_key, principal_from_memory
 from config.asgi_types import ASGIApp, AsgiScope, Receive, Send
+from config.jsonbody import (
+    check_content_encoding,
+    check_content_type,
+    check_declared_length,
+    compressed_limit,
+    parse_body,
+    too_large,
+)
 from config.jsoncodec import dumps
 from config.problems import PROBLEM_CONTENT_TYPE, Problem, problem_parts
 
@@ -141,32 +148,18 @@ def _principal_in_thread(token: str) -> KeyPrincipal | None:
         close_old_connections()  # this executor thread has no request to end: give the connection back
 
 
-def check_json_headers(content_type: str, content_length: str | None, max_bytes: int, what: str) -> None:
-    """415 unless the body is application/json; 413 when its declared length is over ``max_bytes``."""
-    media_type = (content_type or "").split(";", 1)[0].strip().lower()
-    if media_type != JSON:
-        raise Problem(
-            415,
-            "unsupported-media-type",
-            f"Send the body as {JSON}" + (f", not {media_type}." if media_type else " (Content-Type is missing)."),
-        )
-    if content_length and content_length.isdigit() and int(content_length) > max_bytes:
-        raise too_large(what, max_bytes, int(content_length))
+def check_json_headers(
+    content_type: str, content_length: str | None, max_bytes: int, what: str, encoding: str = ""
+) -> None:
+    """415 unless the body is application/json (gzip or not); 413 when its declared length is over the limit."""
+    check_content_type(content_type)
+    limit = compressed_limit(max_bytes) if check_content_encoding(encoding) else max_bytes
+    check_declared_length(content_length, limit, what)
 
 
-def parse_json(body: bytes, max_bytes: int, what: str) -> Any:
-    if len(body) > max_bytes:
-        raise too_large(what, max_bytes, len(body))
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise Problem(400, "malformed-json", f"The body is not valid JSON: {exc}.")
-
-
-def too_large(what: str, limit: int, size: int) -> Problem:
-    return Problem(
-        413, "payload-too-large", f"{what} may be at most {limit} bytes; this one is {size}.", limit_bytes=limit
-    )
+def parse_json(body: bytes, max_bytes: int, what: str, encoding: str = "") -> Any:
+    """The body as JSON by the one parser every endpoint uses (config/jsonbody.py)."""
+    return parse_body(body, max_bytes=max_bytes, what=what, encoding=encoding)
 
 
 def invalid_trace(errors: dict[str, list[str]], status: int) -> Problem:
@@ -194,10 +187,10 @@ async def ingest_one(request: HttpRequest) -> HttpResponse:
     """`POST /api/v1/traces` as an async Django view (see `TraceListCreate.post` for the contract)."""
     try:
         principal = await authenticate(request.headers.get("Authorization", ""), Scope.INGEST)
-        check_json_headers(
-            request.content_type or "", request.META.get("CONTENT_LENGTH"), settings.TRACE_MAX_BYTES, "A trace"
-        )
-        status, body = await ingest_payload(principal, parse_json(request.body, settings.TRACE_MAX_BYTES, "A trace"))
+        encoding = request.headers.get("Content-Encoding", "")
+        limit = settings.TRACE_MAX_BYTES
+        check_json_headers(request.content_type or "", request.META.get("CONTENT_LENGTH"), limit, "A trace", encoding)
+        status, body = await ingest_payload(principal, parse_json(request.body, limit, "A trace", encoding))
     except Problem as exc:
         return problem(exc)
     return _json(body, status)
@@ -231,12 +224,15 @@ async def ingest_asgi(scope: AsgiScope, receive: Receive, send: Send) -> None:
     try:
         try:
             principal = await authenticate(headers.get("authorization", ""), Scope.INGEST)
-            check_json_headers(headers.get("content-type", ""), headers.get("content-length"), limit, "A trace")
-            body = await reader.read(limit)
+            encoding = headers.get("content-encoding", "")
+            check_json_headers(
+                headers.get("content-type", ""), headers.get("content-length"), limit, "A trace", encoding
+            )
+            body = await reader.read(compressed_limit(limit) if encoding else limit)
         except Problem:
             await reader.drain()  # a client still sending would otherwise see the connection reset
             raise
-        status, payload = await ingest_payload(principal, parse_json(body, limit, "A trace"))
+        status, payload = await ingest_payload(principal, parse_json(body, limit, "A trace", encoding))
     except Problem as exc:
         problem_payload, extra = problem_parts(exc)
         await _respond(send, exc.status_code, problem_payload, PROBLEM_CONTENT_TYPE, extra)

@@ -69,11 +69,17 @@ def normalize_trace(
     except (TypeError, orjson.JSONEncodeError) as exc:
         raise TraceValidationError({"": [f"The trace is not valid JSON data: {exc}"]})
     limit = settings.TRACE_MAX_BYTES
-    if b"\\u0000" in blob:
-        # Postgres text and jsonb cannot hold NUL: identifiers with one are refused below,
-        # free-form content gets U+FFFD in its place.
-        data = {**data, **{k: _without_nul(data[k]) for k in _FREE_FORM if k in data}}
     errors = _Errors()
+    if b"\\u0000" in blob:
+        # Postgres text and jsonb cannot hold NUL. One rule: a NUL anywhere in what a client sends is
+        # a 400 naming the field (identifiers are checked where they are read, below; free-form
+        # content here). The proxy alone records what it saw with U+FFFD in place of each NUL: the
+        # call has happened and its trace must not be lost over the bodies' content.
+        if source == "proxy":
+            data = {**data, **{k: _without_nul(data[k]) for k in _FREE_FORM if k in data}}
+        else:
+            for path in _nul_paths({k: data[k] for k in _FREE_FORM if k in data}):
+                errors.add(path, "Must not contain NUL characters.")
     if len(blob) > limit:
         if source != "proxy":
             raise TraceValidationError({"": [f"A trace may be at most {limit} bytes; this one is {len(blob)}."]}, 413)
@@ -342,6 +348,29 @@ def _estimate_tokens(content: Any) -> int:
         return 0
     text = content if isinstance(content, str) else orjson.dumps(content, default=str).decode()
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def _nul_paths(value: Mapping[str, Any], limit: int = 5) -> list[str]:
+    """Where NUL characters are, as field paths (``metadata.key``, ``input[2].content``), at most
+    ``limit`` of them; a key holding one is named by its path too. Iterative: depth is no danger."""
+    found: list[str] = []
+    stack: list[tuple[str, Any]] = [(str(k), v) for k, v in reversed(list(value.items()))]
+    while stack and len(found) < limit:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                found.append(path)
+        elif isinstance(item, Mapping):
+            children = []
+            for key, child in item.items():
+                name = str(key)
+                if "\x00" in name:
+                    found.append(f"{path}.{name[:60]!r}")  # repr shows where the NUL is: '\x00'
+                children.append((f"{path}.{name[:60]}", child))
+            stack.extend(reversed(children))
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed([(f"{path}[{i}]", child) for i, child in enumerate(item)]))
+    return found[:limit]
 
 
 def _without_nul(value: Any) -> Any:

@@ -61,6 +61,9 @@ def test_json_with_a_charset_is_fine(api):
         ({"model": "m", "status": "exploded"}, "status"),
         ({"prompt_tokens": 1}, "model"),
         ({"model": "m", "timestamp": "31/01/2025"}, "timestamp"),
+        ({"model": "m", "input": "a\x00b"}, "input"),  # NUL: one rule for every field (a 400)
+        ({"model": "m", "metadata": {"k": "\x00"}}, "metadata.k"),
+        ({"model": "m", "user_id": "\x00"}, "user_id"),
     ],
 )
 def test_bad_fields_are_a_400_naming_the_field(api, trace, field):

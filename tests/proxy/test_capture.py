@@ -125,12 +125,17 @@ def test_big_and_non_json_requests_are_summarised():
     assert trace["input"] == {"content_type": "multipart/form-data; boundary=boundary", "bytes": 15}
 
 
-def test_our_metadata_never_pushes_the_clients_over_the_limit():
+def test_the_proxys_own_metadata_always_wins_and_always_fits():
     capture = _capture()
-    capture.metadata = {f"k{i}": i for i in range(64)}
-    assert _build(capture)["metadata"] == capture.metadata
-    capture.metadata = {f"k{i}": i for i in range(63)}
-    assert "proxy" in _build(capture)["metadata"]
+    capture.status_code = 429
+    capture.metadata = {"proxy": {"upstream": "forged"}, "rate_limit": "forged", **{f"k{i}": i for i in range(70)}}
+    metadata = _build(capture)["metadata"]
+    assert len(metadata) == 64
+    assert metadata["proxy"]["upstream"] == GROQ.name and metadata["proxy"]["status_code"] == 429
+    assert metadata["rate_limit"] != "forged"
+    capture.status_code = 200
+    capture.metadata = {"env": "prod"}
+    assert _build(capture)["metadata"]["env"] == "prod"
 
 
 def test_a_long_stream_keeps_its_start_and_its_usage():

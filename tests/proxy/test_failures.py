@@ -72,7 +72,10 @@ def test_the_sdk_raises_authentication_error_for_a_bad_key(proxy, fake_upstream)
     [
         ({"X-Service-Metadata": "{not json"}, "X-Service-Metadata must be a JSON object"),
         ({"X-Service-Metadata": '["a", "b"]'}, "X-Service-Metadata must be a JSON object"),
-        ({"X-Service-Metadata": "{" + ",".join(f'"k{i}": {i}' for i in range(65)) + "}"}, "at most 64 keys"),
+        # 64 keys a trace, of which the proxy keeps two for its own (`proxy`, `rate_limit`)
+        ({"X-Service-Metadata": "{" + ",".join(f'"k{i}": {i}' for i in range(63)) + "}"}, "at most 62 keys"),
+        ({"X-Service-Metadata": '{"proxy": {"upstream": "forged"}}'}, "'proxy' is written by tracerelay"),
+        ({"X-Service-Metadata": '{"rate_limit": 1}'}, "'rate_limit' is written by tracerelay"),
         ({"X-Service-Tags": ",".join(f"t{i}" for i in range(51))}, "at most 50 tags"),
         ({"X-Service-Tags": "x" * 201}, "at most 200 characters"),
         ({"X-Service-Session-Id": "s" * 201}, "at most 200 characters"),

@@ -159,8 +159,31 @@ def test_it_keeps_an_oversized_proxy_trace_without_its_bodies(settings):
     assert record.prompt_tokens == 3
 
 
-def test_it_replaces_nul_in_free_form_content():
-    record = norm({"model": "m", "input": "a\x00b", "metadata": {"k": ["\x00"]}, "error": {"message": "x\x00"}})
+@pytest.mark.parametrize(
+    ("trace", "field"),
+    [
+        ({"input": "a\x00b"}, "input"),
+        ({"output": [{"content": "ok"}, {"content": "x\x00"}]}, "output[1].content"),
+        ({"metadata": {"k": ["\x00"]}}, "metadata.k[0]"),
+        ({"metadata": {"k\x00": 1}}, "metadata.'k\\x00'"),
+        ({"error": {"message": "x\x00"}}, "error.message"),
+        ({"model": "m\x00"}, "model"),
+        ({"tags": ["a", "b\x00"]}, "tags[1]"),
+        ({"user_id": "u\x00"}, "user_id"),
+    ],
+)
+def test_a_nul_anywhere_a_client_sends_is_refused_naming_the_field(trace, field):
+    with pytest.raises(TraceValidationError) as info:
+        norm({"model": "m", **trace})
+    assert info.value.status == 400
+    assert field in info.value.errors, info.value.errors
+    assert "NUL" in info.value.errors[field][0]
+
+
+def test_the_proxy_records_what_it_saw_with_nul_replaced():
+    record = norm(
+        {"model": "m", "input": "a\x00b", "metadata": {"k": ["\x00"]}, "error": {"message": "x\x00"}}, source="proxy"
+    )
     assert record.input == "a\ufffdb"
     assert record.metadata == {"k": ["\ufffd"]}
     assert record.error_message == "x\ufffd"

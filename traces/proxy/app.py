@@ -30,15 +30,15 @@ from accounts import keys
 from accounts.models import Scope
 from accounts.principals import KeyPrincipal
 from accounts.selectors import principal_for_key
+from config import invalidation
 from config.asgi_types import AsgiScope, Receive, Send
 from config.problems import PROBLEM_CONTENT_TYPE, problem_body
 
 from ..ids import new_trace_id
 from ..normalize import MAX_METADATA_KEY_LENGTH, MAX_TAG_LENGTH, TEXT_LIMITS
 from .cache import AsyncTTLCache
-from .capture import Capture, StreamBody, endpoint_of
+from .capture import SERVER_METADATA_KEYS, Capture, StreamBody, endpoint_of
 from .conf import ProxySettings
-from .services import upstream_listeners
 from .sse import UsageFilter
 from .upstreams import Target, TeamUpstreams, builtin_targets, load_team_upstreams
 from .writer import TraceWriter
@@ -120,7 +120,10 @@ class ProxyApp:
         self.upstreams: AsyncTTLCache[int, TeamUpstreams] = AsyncTTLCache(
             load_team_upstreams, executor=executor, ttl=s.cache_ttl, miss_ttl=s.cache_ttl
         )
-        upstream_listeners.append(self.upstreams.invalidate)  # our own API's changes apply at once
+        # A revocation or an upstream change in any process empties these at once (config/invalidation.py).
+        invalidation.subscribe(invalidation.API_KEYS, lambda _digest: self.keys.invalidate())
+        invalidation.subscribe(invalidation.UPSTREAMS, lambda team: self.upstreams.invalidate(_team(team)))
+        invalidation.ensure_listening()
         self.openai, self.anthropic = builtin_targets(s.openai_base_url, s.anthropic_base_url)
         self.timeout = aiohttp.ClientTimeout(
             total=None, connect=s.connect_timeout, sock_connect=s.connect_timeout, sock_read=s.read_timeout
@@ -430,8 +433,12 @@ def _read_service_headers(service: dict[bytes, bytes], capture: Capture, setting
             return f"X-Service-Metadata must be a JSON object: {exc}"
         if not isinstance(metadata, dict):
             return "X-Service-Metadata must be a JSON object."
-        if len(metadata) > settings.max_metadata_keys:
-            return f"X-Service-Metadata: at most {settings.max_metadata_keys} keys; got {len(metadata)}."
+        room = settings.max_metadata_keys - len(SERVER_METADATA_KEYS)  # the proxy's own keys always fit
+        if len(metadata) > room:
+            return f"X-Service-Metadata: at most {room} keys; got {len(metadata)}."
+        reserved = sorted(SERVER_METADATA_KEYS.intersection(metadata))
+        if reserved:
+            return f"X-Service-Metadata: '{reserved[0]}' is written by tracerelay itself; use another key."
         if any(not key or len(key) > MAX_METADATA_KEY_LENGTH for key in metadata):
             return f"X-Service-Metadata: keys must be 1 to {MAX_METADATA_KEY_LENGTH} characters."
         capture.metadata = metadata
@@ -477,3 +484,7 @@ async def _problem(send: Send, id_header: tuple[bytes, bytes], status: int, slug
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _team(key: str | None) -> int | None:
+    return int(key) if key else None

@@ -25,6 +25,8 @@ PARSE_LIMIT = 4 * 1024 * 1024  # bodies above this are not parsed whole (GIL tim
 HEAD_LIMIT = 2 * 1024 * 1024  # of a streamed body, the start kept for the output...
 TAIL_LIMIT = 256 * 1024  # ...and the end kept for usage
 PREVIEW_CHARS = 4096
+# Metadata keys the proxy writes itself; a client may not send them (X-Service-Metadata).
+SERVER_METADATA_KEYS = frozenset({"proxy", "rate_limit"})
 RATE_LIMIT_PREFIXES = (b"x-ratelimit-", b"anthropic-ratelimit-", b"retry-after", b"x-ms-ratelimit-")
 _USAGE_RE = re.compile(rb'"usage"\s*:\s*(\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})')
 _MODEL_RE = re.compile(rb'"model"\s*:\s*"([^"\\]{1,200})"')
@@ -183,21 +185,20 @@ def build_trace(c: Capture, *, max_body: int, max_metadata_keys: int) -> dict[st
     if trace["status"] != "success":
         trace["error"] = {"type": (error_type or f"http_{c.status_code}")[:200], "message": error_message}
 
-    metadata = dict(c.metadata)
-    if c.status_code == 429 and len(metadata) < max_metadata_keys:
-        metadata.setdefault("rate_limit", _rate_limit_headers(c.response_headers))
-    if len(metadata) < max_metadata_keys:
-        metadata.setdefault(
-            "proxy",
-            {
-                "upstream": c.target.name,
-                "method": c.method,
-                "path": "/" + c.path,
-                "status_code": c.status_code or None,
-                "stream": isinstance(c.response_body, StreamBody),
-                **({"usage_injected": True} if c.usage_injected else {}),
-            },
-        )
+    # The server's own keys always win and always fit: app.py refuses a client's X-Service-Metadata
+    # naming them and bounds its size to leave them room; this holds even without that check.
+    room = max_metadata_keys - len(SERVER_METADATA_KEYS)
+    metadata = dict([(k, v) for k, v in c.metadata.items() if k not in SERVER_METADATA_KEYS][:room])
+    if c.status_code == 429:
+        metadata["rate_limit"] = _rate_limit_headers(c.response_headers)
+    metadata["proxy"] = {
+        "upstream": c.target.name,
+        "method": c.method,
+        "path": "/" + c.path,
+        "status_code": c.status_code or None,
+        "stream": isinstance(c.response_body, StreamBody),
+        **({"usage_injected": True} if c.usage_injected else {}),
+    }
     trace["metadata"] = metadata
     return trace
 

@@ -2,20 +2,21 @@
 
 Secrets live encrypted in ``Upstream.api_key`` (`config.crypto`): the provider key and any header
 whose name says it carries a credential (``Authorization``, ``api-key``…). ``Upstream.headers``
-keeps only the harmless ones. After a change, this process's proxy forgets the team's upstreams
-at once; other worker processes pick the change up within TRACERELAY_PROXY_CACHE_TTL seconds.
+keeps only the harmless ones. After a change commits, every process's proxy forgets the team's
+upstreams at once (the invalidation bus, config/invalidation.py).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from accounts.services import audit
+from config import invalidation
 from config.crypto import encrypt_json, mask
 from config.problems import InvalidInput
 from integrations.exporters.configs import is_sensitive_header
@@ -31,9 +32,6 @@ MAX_HEADERS = 32
 RESERVED_HEADERS = frozenset(
     {"host", "content-length", "connection", "transfer-encoding", "keep-alive", "upgrade", "te", "trailer"}
 )
-
-# Called with a team id after its upstreams change (the running proxy registers its cache here).
-upstream_listeners: list[Callable[[int], None]] = []
 
 
 class UpstreamNameTaken(Exception):
@@ -195,8 +193,4 @@ def _audit_data(upstream: Upstream) -> dict[str, object]:
 
 
 def _changed(team_id: int) -> None:
-    def notify() -> None:
-        for listener in upstream_listeners:
-            listener(team_id)
-
-    transaction.on_commit(notify)
+    invalidation.publish(invalidation.UPSTREAMS, team_id)

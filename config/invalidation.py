@@ -1,0 +1,226 @@
+"""The invalidation bus: a change made in one process empties the other processes' in-memory caches
+at once (API keys, upstreams, compiled routing, resolved integrations).
+
+Each cache ``subscribe``s a callback to a topic; the service that changes the data calls
+``publish(topic, key)`` after its transaction commits. The callback runs in this process at once,
+and in every other process within milliseconds (Redis) or ~100 ms (the embedded default). A
+callback receives the key that changed, or None for "anything in this topic may have changed".
+
+The hot paths stay as they were: no per-request round trip. Each process runs one daemon thread
+that listens, started the first time a cache fills (`ensure_listening`, which waits up to a second
+for the subscription so a fill never races past a change it could miss):
+
+- **With REDIS_URL**: the thread subscribes to one pub/sub channel (messages carry the topic and
+  key). If the connection drops, it reconnects and then tells every subscriber "anything may have
+  changed", because messages sent while it was away are lost.
+- **The embedded default** (one machine, no Redis): a file of generation counters in the data
+  folder, one 8-byte slot per topic. `publish` increments the topic's slot under an `flock`; the
+  thread reads the file (one 64-byte `pread`) every 100 ms and calls the topic's subscribers with
+  None when a slot moved. A whole topic is dropped, not one key: changes are rare (a revocation, an
+  edited rule) and refilling costs a few queries.
+
+The caches keep their own short TTLs as the backstop when the bus itself is down (Redis out):
+then a change takes up to that TTL, as before.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+
+log = logging.getLogger(__name__)
+
+API_KEYS = "apikeys"
+UPSTREAMS = "upstreams"
+ROUTING = "routing"
+INTEGRATIONS = "integrations"
+TOPICS = (API_KEYS, UPSTREAMS, ROUTING, INTEGRATIONS)  # the file backend's slots, in this order
+CHANNEL = "tracerelay:invalidate"
+POLL_INTERVAL_S = 0.1
+_SLOTS = 8
+_FORMAT = f"<{_SLOTS}Q"
+
+Callback = Callable[[str | None], None]
+_subscribers: dict[str, list[Callback]] = {topic: [] for topic in TOPICS}
+_origin = uuid.uuid4().hex  # this process: its own messages were applied when published
+_lock = threading.Lock()
+_listener: _Listener | None = None
+
+
+def subscribe(topic: str, callback: Callback) -> None:
+    """Call ``callback(key)`` when ``topic`` changes in any process (``key`` None: anything in it)."""
+    _subscribers[topic].append(callback)
+
+
+def publish(topic: str, key: object = None) -> None:
+    """Tell every process that ``key`` of ``topic`` changed, once the current transaction commits
+    (at once outside one): before the commit a refill would read the old rows again."""
+    text = None if key is None else str(key)
+
+    def committed() -> None:
+        _apply(topic, text)
+        _broadcast(topic, text)
+
+    transaction.on_commit(committed, robust=True)
+
+
+def ensure_listening(timeout: float = 1.0) -> None:
+    """Start this process's listener thread when it is not running (cheap when it is)."""
+    global _listener
+    if _listener is not None and _listener.pid == os.getpid():
+        return
+    with _lock:
+        if _listener is None or _listener.pid != os.getpid():
+            _listener = _RedisListener(settings.REDIS_URL) if settings.REDIS_URL else _FileListener(generation_path())
+            _listener.start()
+    _listener.ready.wait(timeout)
+
+
+def _apply(topic: str, key: str | None) -> None:
+    for callback in list(_subscribers.get(topic, ())):
+        try:
+            callback(key)
+        except Exception:
+            log.exception("invalidation callback for %s failed", topic)
+
+
+def _apply_all() -> None:
+    for topic in TOPICS:
+        _apply(topic, None)
+
+
+def channel() -> str:
+    """The pub/sub channel, named after the cache's key prefix: deployments (and test runs) sharing
+    one Redis under different prefixes do not empty each other's caches."""
+    return f"{CHANNEL}:{settings.CACHES['default'].get('KEY_PREFIX', '')}"
+
+
+def _broadcast(topic: str, key: str | None) -> None:
+    try:
+        if settings.REDIS_URL:
+            _redis(settings.REDIS_URL).publish(channel(), json.dumps({"t": topic, "k": key, "o": _origin}))
+        else:
+            bump_generation(generation_path(), topic)
+    except Exception:  # the caches' own TTLs still bound how long other processes serve the old value
+        log.warning("could not broadcast the invalidation of %s %s", topic, key, exc_info=True)
+
+
+def _redis(url: str):  # type: ignore[no-untyped-def]
+    import redis
+
+    return redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=1.0)
+
+
+# --- The embedded default: generation counters in a file -------------------------------------------
+
+
+def generation_path() -> Path:
+    return Path(settings.DATA_DIR) / "invalidation.gen"
+
+
+def _open(path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+
+def read_generations(fd: int) -> tuple[int, ...]:
+    raw = os.pread(fd, struct.calcsize(_FORMAT), 0)
+    return struct.unpack(_FORMAT, raw) if len(raw) == struct.calcsize(_FORMAT) else (0,) * _SLOTS
+
+
+def bump_generation(path: Path, topic: str) -> None:
+    fd = _open(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        counters = list(read_generations(fd))
+        counters[TOPICS.index(topic)] += 1
+        os.pwrite(fd, struct.pack(_FORMAT, *counters), 0)
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+class _Listener(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(name="invalidation-listener", daemon=True)
+        self.pid = os.getpid()
+        self.ready = threading.Event()
+
+
+class _FileListener(_Listener):
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.fd = _open(path)
+        self.seen = read_generations(self.fd)
+        self.ready.set()  # the first read is done: any later bump is seen
+
+    def run(self) -> None:
+        while True:
+            time.sleep(POLL_INTERVAL_S)
+            try:
+                now = read_generations(self.fd)
+            except OSError:
+                log.warning("invalidation: cannot read the generation file", exc_info=True)
+                continue
+            if now != self.seen:
+                for i, topic in enumerate(TOPICS):
+                    if now[i] != self.seen[i]:
+                        _apply(topic, None)
+                self.seen = now
+
+
+class _RedisListener(_Listener):
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+        self.channel = channel()
+
+    def run(self) -> None:
+        connected_before = False
+        while True:
+            try:
+                pubsub = _redis(self.url).pubsub(ignore_subscribe_messages=True)
+                pubsub.subscribe(self.channel)
+                pubsub.get_message(timeout=1.0)  # the subscription confirmation
+                if connected_before:
+                    _apply_all()  # what was published while we were away is lost: drop everything
+                connected_before = True
+                self.ready.set()
+                while True:
+                    message = pubsub.get_message(timeout=30.0)
+                    if message is None:
+                        pubsub.ping()  # notice a dead connection within a read timeout
+                        continue
+                    self._handle(message.get("data"))
+            except Exception:
+                log.warning("invalidation: Redis subscription lost; reconnecting", exc_info=True)
+                self.ready.set()  # do not hold fills up while Redis is out: TTLs take over
+                time.sleep(1.0)
+
+    def _handle(self, data: object) -> None:
+        try:
+            message = json.loads(data)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return
+        if message.get("o") != _origin and message.get("t") in _subscribers:
+            _apply(message["t"], message.get("k"))
+
+
+def _after_fork() -> None:
+    # A forked child (Celery's prefork pool) has no listener thread: the next fill starts its own.
+    # (Prefork parents fill no caches, and calling subscribers here could meet a lock held at fork.)
+    global _listener
+    _listener = None
+
+
+os.register_at_fork(after_in_child=_after_fork)

@@ -1,0 +1,114 @@
+"""The invalidation bus (config/invalidation.py) in one process, and its embedded-default backend
+(a generation file) across processes. tests/e2e/test_invalidation.py runs it across real servers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from django.db import transaction
+
+from accounts import selectors as key_selectors
+from config import invalidation
+from routing import selectors as routing_selectors
+
+from .factories import ApiKeyFactory
+
+
+@pytest.fixture
+def topic_calls(monkeypatch):
+    """Subscribers of a scratch topic that record what they were told."""
+    calls: list[str | None] = []
+    event = threading.Event()
+
+    def record(key: str | None) -> None:
+        calls.append(key)
+        event.set()
+
+    monkeypatch.setitem(invalidation._subscribers, invalidation.INTEGRATIONS, [record])
+    return calls, event
+
+
+def test_a_publish_inside_a_transaction_applies_only_after_the_commit(
+    db, topic_calls, django_capture_on_commit_callbacks
+):
+    calls, _ = topic_calls
+    with django_capture_on_commit_callbacks(execute=True):
+        with transaction.atomic():
+            invalidation.publish(invalidation.INTEGRATIONS, 7)
+            assert calls == []
+    assert calls == ["7"]
+
+
+def test_the_generation_file_carries_a_change_from_another_process(tmp_path: Path, topic_calls):
+    calls, event = topic_calls
+    path = tmp_path / "invalidation.gen"
+    listener = invalidation._FileListener(path)
+    listener.start()
+    started = time.monotonic()
+    code = (
+        "import sys; from pathlib import Path; from config.invalidation import bump_generation; "
+        f"bump_generation(Path({str(path)!r}), 'integrations')"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env={"DJANGO_SETTINGS_MODULE": "config.test_settings"})
+    assert event.wait(2), "the listener never saw the other process's bump"
+    assert calls == [None]  # the file says "the topic changed", not which key
+    assert time.monotonic() - started < 2
+    assert invalidation.read_generations(listener.fd)[invalidation.TOPICS.index("integrations")] == 1
+
+
+def test_bumps_from_many_processes_are_all_counted(tmp_path: Path):
+    path = tmp_path / "invalidation.gen"
+    code = (
+        "from pathlib import Path; from config.invalidation import bump_generation\n"
+        f"for _ in range(50): bump_generation(Path({str(path)!r}), 'routing')"
+    )
+    env = {"DJANGO_SETTINGS_MODULE": "config.test_settings"}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env) for _ in range(4)]
+    assert all(p.wait(60) == 0 for p in procs)
+    fd = invalidation._open(path)
+    assert invalidation.read_generations(fd)[invalidation.TOPICS.index("routing")] == 200
+
+
+def test_a_revocation_empties_this_processs_key_memory(db, django_capture_on_commit_callbacks):
+    key = ApiKeyFactory()
+    assert key_selectors.principal_for_key(key._raw) is not None
+    assert key_selectors.principal_from_memory(key._raw) is not None
+    from accounts.services import api_key_revoke
+
+    with django_capture_on_commit_callbacks(execute=True):
+        api_key_revoke(key=key)
+    assert key_selectors.principal_from_memory(key._raw) is None
+    assert key_selectors.principal_for_key(key._raw) is None
+
+
+def test_a_routing_message_drops_the_teams_compiled_rules(db):
+    routing_selectors._remember(42, routing_selectors._Entry((1, 1), object(), time.monotonic()))  # type: ignore[arg-type]
+    routing_selectors._remember(43, routing_selectors._Entry((1, 1), object(), time.monotonic()))  # type: ignore[arg-type]
+    invalidation._apply(invalidation.ROUTING, "42")
+    assert 42 not in routing_selectors._compiled and 43 in routing_selectors._compiled
+    invalidation._apply(invalidation.ROUTING, None)
+    assert routing_selectors._compiled == {}
+
+
+def test_the_redis_listener_applies_other_processes_messages_and_skips_its_own(settings, topic_calls):
+    import json
+
+    import redis
+
+    calls, event = topic_calls
+    listener = invalidation._RedisListener(settings.REDIS_URL)
+    listener.start()
+    assert listener.ready.wait(5)
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    client.publish(invalidation.channel(), json.dumps({"t": "integrations", "k": "mine", "o": invalidation._origin}))
+    client.publish(invalidation.channel(), json.dumps({"t": "integrations", "k": "9", "o": "another process"}))
+    client.publish(invalidation.channel(), b"not json")
+    assert event.wait(2)
+    time.sleep(0.2)
+    # Only the other process's message (this process may run a second listener, started by another test).
+    assert set(calls) == {"9"}
