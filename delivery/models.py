@@ -54,6 +54,7 @@ class Delivery(models.Model):
     class Meta:
         # The table kept its name when the model moved here from `routing` (no rewrite of a hot table).
         db_table = "routing_delivery"
+        verbose_name_plural = "deliveries"
         constraints = [
             models.UniqueConstraint(fields=["trace", "destination"], name="delivery_unique_trace_destination")
         ]

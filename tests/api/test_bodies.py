@@ -11,7 +11,7 @@ import pytest
 
 from config.jsonbody import MAX_DEPTH, Gunzip, depth_exceeds
 from config.problems import Problem
-from routing.models import DeliveryStatus
+from delivery.models import DeliveryStatus
 from traces.models import Trace
 from traces.proxy import services as upstream_services
 

@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('routing', '0004_delivery_partial_indexes'),
+        ('routing', '0005_delete_delivery'),
     ]
 
     operations = [
