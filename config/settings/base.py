@@ -23,6 +23,7 @@ INSTALLED_APPS = [
     "integrations",
     "analytics",
     "reports",
+    "privacy",
 ]
 
 MIDDLEWARE = [
