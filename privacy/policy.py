@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,7 @@ DROP = "drop"
 MODES: tuple[str, ...] = (OFF, DETECT, REDACT, HASH, DROP)
 
 FIELDS: tuple[str, ...] = ("input", "output", "metadata", "error")
-MAX_DEPTH = 64  # deeper JSON is left as it is and counted as unscanned
+MAX_DEPTH = 64  # deeper JSON is scanned as its JSON text
 PSEUDONYM_HEX = 12  # 48 bits: a collision within one team and kind needs ~16 million distinct values
 _DIGITS_ONLY = str.maketrans("", "", " -.()/")
 
@@ -115,8 +116,11 @@ class _Walk:
         """The JSON value with PII handled; `_DROPPED` when it held PII and the mode is drop."""
         if isinstance(value, str):
             return self.text(value)
-        if depth >= MAX_DEPTH:
-            return value
+        if depth >= MAX_DEPTH and isinstance(value, Mapping | list | tuple):
+            # Too deep to walk: scanned as its JSON text, and replaced by that text only if it held PII.
+            blob = json.dumps(value, ensure_ascii=False, default=str)
+            new = self.text(blob)
+            return value if new is blob else new
         if isinstance(value, Mapping):
             out: dict[str, Any] = {}
             changed = False

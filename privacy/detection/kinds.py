@@ -1,4 +1,4 @@
-"""The built-in PII kinds, in the order that breaks ties between overlapping findings."""
+"""The built-in PII kinds."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ US_SSN = "US_SSN"
 IP_ADDRESS = "IP_ADDRESS"
 SECRET = "SECRET"
 
-# Most specific first: when two findings cover the same characters, the earlier kind wins.
-BUILTIN_KINDS: tuple[str, ...] = (SECRET, CREDIT_CARD, IBAN, US_SSN, EMAIL, IP_ADDRESS, PHONE)
+# In the order the API lists them.
+BUILTIN_KINDS: tuple[str, ...] = (EMAIL, PHONE, CREDIT_CARD, IBAN, US_SSN, IP_ADDRESS, SECRET)
+# Most specific first: when two findings of the same length overlap, the earlier kind wins.
+TIE_ORDER: tuple[str, ...] = (SECRET, CREDIT_CARD, IBAN, US_SSN, EMAIL, IP_ADDRESS, PHONE)
 
 
 @dataclass(frozen=True, slots=True, order=True)

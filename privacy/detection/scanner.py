@@ -9,7 +9,7 @@ from collections.abc import Collection, Sequence
 from . import checks
 from . import patterns as p
 from .custom import CustomPattern
-from .kinds import BUILTIN_KINDS, CREDIT_CARD, EMAIL, IBAN, IP_ADDRESS, PHONE, SECRET, US_SSN, Finding
+from .kinds import TIE_ORDER, CREDIT_CARD, EMAIL, IBAN, IP_ADDRESS, PHONE, SECRET, US_SSN, Finding
 
 _DIGITS = "0123456789"
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
@@ -21,7 +21,7 @@ _DIGIT_SET = frozenset(_DIGITS)
 _SEPARATORS = str.maketrans("", "", " -.()+")
 _MAX_NUMBER_CHUNKS = 12
 _PIECE = re.compile(r"[^ ]+")
-_PRIORITY = {kind: i for i, kind in enumerate(BUILTIN_KINDS)}
+_PRIORITY = {kind: i for i, kind in enumerate(TIE_ORDER)}
 
 
 def _classify_number(candidate: str) -> str | None:
@@ -132,7 +132,7 @@ def builtin_findings(text: str) -> list[Finding]:
 
 def resolve_overlaps(findings: Sequence[Finding], priority: dict[str, int]) -> list[Finding]:
     """Keep the longest finding where findings overlap; at equal length the kind earlier in
-    `BUILTIN_KINDS` (custom patterns after, in their order), then the earlier start. Deterministic
+    `TIE_ORDER` (custom patterns after, in their order), then the earlier start. Deterministic
     whatever order the findings came in."""
     ranked = sorted(findings, key=lambda f: (f.start - f.end, priority.get(f.kind, len(priority)), f.start))
     starts: list[int] = []
