@@ -9,7 +9,7 @@ from collections.abc import Collection, Sequence
 from . import checks
 from . import patterns as p
 from .custom import CustomPattern
-from .kinds import TIE_ORDER, CREDIT_CARD, EMAIL, IBAN, IP_ADDRESS, PHONE, SECRET, US_SSN, Finding
+from .kinds import CREDIT_CARD, EMAIL, IBAN, IP_ADDRESS, PHONE, SECRET, TIE_ORDER, US_SSN, Finding
 
 _DIGITS = "0123456789"
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")

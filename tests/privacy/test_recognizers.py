@@ -76,7 +76,10 @@ def test_it_finds_the_exact_span(text, kind, span):
 
 
 def test_it_finds_a_pem_private_key_block_whole():
-    block = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn\n/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n-----END RSA PRIVATE KEY-----"
+    block = (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn\n"
+        "/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n-----END RSA PRIVATE KEY-----"
+    )
     text = f"config:\n{block}\nend"
     assert found(text) == [("SECRET", block)]
 
