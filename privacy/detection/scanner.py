@@ -41,7 +41,9 @@ def _classify_number(candidate: str) -> str | None:
 
 def _numbers(text: str, start: int, end: int, out: list[Finding]) -> None:
     """A run that is not one number as a whole may hold several side by side ("SSN 123-45-6789
-    555-0100"): try its space-separated pieces, longest first from the left."""
+    415-555-0132"): its space-separated pieces are tried, longest first from the left, and kept
+    only if they explain the whole run (but for stray pieces of one or two digits). So the tail
+    of a Luhn-invalid "6559 8565 0666 6362" is not reported as the phone number "0666 6362"."""
     candidate = text[start:end]
     kind = _classify_number(candidate)
     if kind is not None:
@@ -52,21 +54,23 @@ def _numbers(text: str, start: int, end: int, out: list[Finding]) -> None:
     pieces = [(m.start() + start, m.end() + start) for m in _PIECE.finditer(candidate)]
     if len(pieces) < 2 or len(pieces) > _MAX_NUMBER_CHUNKS:
         return
+    found: list[Finding] = []
     i = 0
     while i < len(pieces):
         for j in range(len(pieces) - 1, i - 1, -1):
             if i == 0 and j == len(pieces) - 1:
                 continue  # the whole run, already refused
             lo, hi = pieces[i][0], pieces[j][1]
-            piece = text[lo:hi].strip("()") if i == j else text[lo:hi]
-            if not piece or not piece[-1].isdigit():
-                continue
-            kind = _classify_number(piece)
+            kind = _classify_number(text[lo:hi]) if text[hi - 1] in _DIGIT_SET else None
             if kind is not None:
-                out.append(Finding(lo, hi, kind))
+                found.append(Finding(lo, hi, kind))
                 i = j
                 break
+        else:
+            if pieces[i][1] - pieces[i][0] > 2:
+                return  # a piece no number explains: the run is something else
         i += 1
+    out.extend(found)
 
 
 def _free(text: str, start: int, end: int, before: frozenset[str], after: frozenset[str]) -> bool:
