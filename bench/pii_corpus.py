@@ -5,8 +5,12 @@ Two splits that share no template:
 
 - ``dev`` (seed 1, `DEV_TEMPLATES`): what the recognizers were developed against;
 - ``heldout`` (seed 7, `HELDOUT_TEMPLATES`): other wording, other formats (YAML, SQL, Markdown,
-  HTTP, stack traces) and other languages; written before the first run and never tuned on. The
-  targets are judged on it.
+  HTTP, stack traces) and other languages; written before the first run. Its first run found two
+  real bugs (an IPv6 address right after "IP:", the digits of a mistyped IBAN read as a phone),
+  which were fixed, so it is no longer unseen;
+- ``fresh`` (seed 13, `FRESH_TEMPLATES`): written after that, before its only run (e-mail, XML,
+  INI, JSON lines, Go, shell, HTML, Kubernetes, transcripts; Polish, Swedish, Chinese). The targets
+  are judged on the first run of ``heldout`` and on ``fresh``.
 
 Templates hold slots: ``{EMAIL} {PHONE} {CARD} {IBAN} {SSN} {IP} {SECRET} {AWS} {PEM}`` become
 labelled values (`pii_values`), ``{NEG}`` a hard negative (unlabelled: an order number, a UUID, a
@@ -151,7 +155,76 @@ HELDOUT_TEMPLATES: list[tuple[str, str, str]] = [
     ("en", "code", "const client = new Client({{ token: '{SECRET}' }}); // {NEG}\nconst origin = '{IP}';"),
 ]
 
-SPLITS = {"dev": (1, DEV_TEMPLATES), "heldout": (7, HELDOUT_TEMPLATES)}
+# Written after the held-out split had been run once (and two bugs it showed were fixed): a second
+# unseen split, run once, so the figures after those fixes are still measured on unseen text.
+FRESH_TEMPLATES: list[tuple[str, str, str]] = [
+    (
+        "en",
+        "email",
+        "From: support@shop.example\nTo: {EMAIL}\nSubject: Your refund\n\nHi, we refunded {NEG} to the card ending in {CARD}. Call {PHONE} with questions.",
+    ),
+    ("en", "xml", '<customer id="{NEG}"><email>{EMAIL}</email><phone>{PHONE}</phone><iban>{IBAN}</iban></customer>'),
+    (
+        "en",
+        "ini",
+        "[database]\nhost = {IP}\npassword_hint = see vault\n[aws]\naws_access_key_id = {SECRET}\naws_secret_access_key = {AWS}\n",
+    ),
+    (
+        "en",
+        "jsonl",
+        '{{"ts": "{NEG}", "event": "login", "ip": "{IP}", "user": "{EMAIL}"}}\n{{"ts": "{NEG}", "event": "logout", "ip": "{IP}"}}',
+    ),
+    ("en", "repr", "{{'name': 'Jane', 'ssn': '{SSN}', 'dob': '{NEG}', 'card': '{CARD}', 'tags': ['{NEG}']}}"),
+    ("en", "go", 'func main() {{\n\tclient := slack.New("{SECRET}")\n\t// deployed {NEG} from {IP}\n}}'),
+    (
+        "en",
+        "shell",
+        "$ export GH_TOKEN={SECRET}\n$ curl -H 'Authorization: Bearer {SECRET}' https://api.example.com/v1/{NEG}\n",
+    ),
+    (
+        "en",
+        "html",
+        '<form><input name="email" value="{EMAIL}"><input name="tel" value="{PHONE}"><input type="hidden" value="{NEG}"></form>',
+    ),
+    (
+        "en",
+        "k8s",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: api-{NEG}\nstringData:\n  OPENAI_API_KEY: {SECRET}\n  tls.key: |\n{PEM}\n",
+    ),
+    (
+        "en",
+        "transcript",
+        "[{NEG}] user: my ssn is {SSN}, dob {NEG}\n[{NEG}] assistant: thanks, I can't store that.\n[{NEG}] user: ok email me at {EMAIL}",
+    ),
+    (
+        "de",
+        "email",
+        "Sehr geehrte Damen und Herren,\nbitte buchen Sie den Betrag von {NEG} von meinem Konto {IBAN} ab. Rückfragen unter {PHONE} oder {EMAIL}.\nMit freundlichen Grüßen",
+    ),
+    (
+        "fr",
+        "chat",
+        "Salut ! Tu peux m'envoyer le contrat à {EMAIL} ? Sinon appelle-moi au {PHONE}. Mon serveur est {IP}, ticket {NEG}.",
+    ),
+    ("es", "log", "{NEG} ERROR pago rechazado tarjeta={CARD} cliente={EMAIL} ip={IP} intento={NEG}"),
+    (
+        "pl",
+        "chat",
+        "Dzień dobry, mój e-mail to {EMAIL}, numer telefonu {PHONE}. Proszę o zwrot na konto {IBAN}, zamówienie {NEG}.",
+    ),
+    ("sv", "chat", "Hej! Min e-post är {EMAIL} och mitt nummer {PHONE}. Ordernummer {NEG}."),
+    ("zh", "chat", "您好，我的邮箱是{EMAIL}，电话{PHONE}。订单号{NEG}还没有发货，服务器IP是{IP}。"),
+    ("ja", "chat", "APIキー{SECRET}が漏れたかもしれません。ビルド{NEG}以降、{IP}からのアクセスがあります。"),
+    ("en", "chat", "Compare these builds: {NEG} vs {NEG}, hashes {NEG} and {NEG}, released {NEG}."),
+    ("en", "chat", "Extract the fields from: 'Name: J. Roe, SSN {SSN}, card {CARD}, IBAN {IBAN}, phone {PHONE}'"),
+    (
+        "en",
+        "json",
+        '{{"headers": {{"authorization": "Bearer {SECRET}", "x-real-ip": "{IP}"}}, "body": {{"note": "{NEG}"}}}}',
+    ),
+]
+
+SPLITS = {"dev": (1, DEV_TEMPLATES), "heldout": (7, HELDOUT_TEMPLATES), "fresh": (13, FRESH_TEMPLATES)}
 
 
 @dataclass(frozen=True)

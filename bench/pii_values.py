@@ -31,6 +31,9 @@ REGIONS = {
     "it": ["IT"],
     "pt": ["BR", "PT"],
     "nl": ["NL", "BE"],
+    "pl": ["PL"],
+    "sv": ["SE"],
+    "zh": ["CN"],
 }
 
 

@@ -14,7 +14,6 @@ from .kinds import CREDIT_CARD, EMAIL, IBAN, IP_ADDRESS, PHONE, SECRET, TIE_ORDE
 _DIGITS = "0123456789"
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 _NUMBER_BEFORE = _ALNUM | frozenset("_.-/")
-_IPV6_AROUND = _ALNUM | frozenset(":.")
 _IPV6_AFTER = _ALNUM | frozenset(":")
 _NUMBER_AFTER = _ALNUM | frozenset("_")
 _DIGIT_SET = frozenset(_DIGITS)
@@ -104,19 +103,36 @@ def _secrets(text: str, out: list[Finding]) -> None:
         out.extend(Finding(m.start("aws_value"), m.end("aws_value"), SECRET) for m in p.AWS_SECRET.finditer(text))
 
 
+def _ipv6(text: str, out: list[Finding]) -> None:
+    pos = 0
+    while (match := p.IPV6.search(text, pos)) is not None:
+        start, end = match.span()
+        before = text[start - 1] if start else ""
+        # "IP:2001:db8::1" is an address after a label; "ID:abcd:..." first matches from the "D".
+        if before in _ALNUM or before == "." or (before == ":" and match.group()[0] == ":"):
+            pos = start + 1
+            continue
+        if _free(text, start, end, frozenset(), _IPV6_AFTER) and checks.ipv6_valid(match.group()):
+            out.append(Finding(start, end, IP_ADDRESS))
+        pos = end
+
+
 def _numbers_and_addresses(text: str, out: list[Finding]) -> None:
+    iban_shaped: list[tuple[int, int]] = []
     for match in p.IBAN.finditer(text):
         start, end = match.span()
-        if _free(text, start, end, _ALNUM, _ALNUM) and checks.iban_valid(match.group().replace(" ", "")):
-            out.append(Finding(start, end, IBAN))
+        if _free(text, start, end, _ALNUM, _ALNUM):
+            iban_shaped.append((start, end))
+            if checks.iban_valid(match.group().replace(" ", "")):
+                out.append(Finding(start, end, IBAN))
     if text.count(":") >= 2:
-        for match in p.IPV6.finditer(text):
-            start, end = match.span()
-            if _free(text, start, end, _IPV6_AROUND, _IPV6_AFTER) and checks.ipv6_valid(match.group()):
-                out.append(Finding(start, end, IP_ADDRESS))
+        _ipv6(text, out)
     for match in p.NUMBER.finditer(text):
         start, end = match.span()
         if not p.NUMBER_START.match(text, start) or not _free(text, start, end, _NUMBER_BEFORE, _NUMBER_AFTER):
+            continue
+        # The digits of an IBAN-shaped string, valid or not, are its account number, not a phone.
+        if any(lo <= start < hi for lo, hi in iban_shaped):
             continue
         # "1.3.6.1.4.1" (an OID) is one run and no address; "10.0.0.1." ending a sentence is one.
         _numbers(text, start, end, out)

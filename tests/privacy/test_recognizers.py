@@ -170,3 +170,37 @@ def test_a_finding_reads_as_the_api_shape():
 def test_an_empty_or_clean_text_has_nothing():
     assert scan("") == []
     assert scan("lorem ipsum dolor sit amet, " * 100) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [
+        ("IP:2001:db8:85a3::8a2e:370:7334", "2001:db8:85a3::8a2e:370:7334"),
+        ("ID:abcd:ef01:2345:6789:abcd:ef01:2345:6789 ok", "abcd:ef01:2345:6789:abcd:ef01:2345:6789"),
+        ("peer=[2001:db8::dead:beef:1]:443", "2001:db8::dead:beef:1"),
+    ],
+)
+def test_an_ipv6_address_after_a_label_is_found(text, address):
+    assert found(text) == [("IP_ADDRESS", address)]
+
+
+def test_the_digits_of_a_mistyped_iban_are_not_a_phone_number():
+    # A GB IBAN with a bad check digit: its 14-digit account number also reads as a long national number.
+    assert found("konto GB12 WEST 0188 1512 1257 54") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("teléfono 612 34 70 28", "612 34 70 28"),
+        ("tel (11) 96128-0598", "(11) 96128-0598"),
+        ("UK +44 (0)20 7946 0958", "+44 (0)20 7946 0958"),
+        ("cell 312 345 6789 (IT)", "312 345 6789"),
+    ],
+)
+def test_national_numbers_written_without_a_trunk_zero_are_found(text, span):
+    assert found(text) == [("PHONE", span)]
+
+
+def test_a_luhn_invalid_card_does_not_leave_a_phone_number_behind():
+    assert found("card 6559 8565 0666 6362") == []
