@@ -161,7 +161,7 @@ FRESH_TEMPLATES: list[tuple[str, str, str]] = [
     (
         "en",
         "email",
-        "From: support@shop.example\nTo: {EMAIL}\nSubject: Your refund\n\nHi, we refunded {NEG} to the card ending in {CARD}. Call {PHONE} with questions.",
+        "From: Shop Support\nTo: {EMAIL}\nSubject: Your refund\n\nHi, we refunded {NEG} to the card ending in {CARD}. Call {PHONE} with questions.",
     ),
     ("en", "xml", '<customer id="{NEG}"><email>{EMAIL}</email><phone>{PHONE}</phone><iban>{IBAN}</iban></customer>'),
     (

@@ -105,9 +105,11 @@ def ipv6_valid(candidate: str) -> bool:
 
 # Regions a number written without its country code is tried against, in order: those whose
 # national numbers start with a trunk "0" ...
-NATIONAL_REGIONS: tuple[str, ...] = ("GB", "DE", "FR", "NL", "CH", "AT", "BE", "JP", "IN", "AU", "IT", "BR")
+NATIONAL_REGIONS: tuple[str, ...] = (
+    "GB", "DE", "FR", "NL", "CH", "AT", "BE", "SE", "JP", "CN", "IN", "AU", "IT", "BR",
+)  # fmt: skip
 # ... and those whose numbers are written without one (tried only on three or more digit groups).
-UNPREFIXED_REGIONS: tuple[str, ...] = ("ES", "IT", "MX", "BR", "PT")
+UNPREFIXED_REGIONS: tuple[str, ...] = ("ES", "IT", "PL", "PT", "MX", "BR", "CN")
 
 DATE_LIKE = re.compile(
     r"(?:19|20)\d\d[-./](?:0?[1-9]|1[0-2])[-./](?:0?[1-9]|[12]\d|3[01])|\d\d?[-./]\d\d?[-./](?:19|20)\d\d"

@@ -94,8 +94,10 @@ def _emails(text: str, out: list[Finding]) -> None:
 def _secrets(text: str, out: list[Finding]) -> None:
     if any(hint in text for hint in p.SECRET_HINTS):
         for match in p.SECRET.finditer(text):
-            # A real key is random, so it has digits; "sk-this-is-a-long-slug-of-words" is not a key.
-            if any(ch in _DIGITS for ch in match.group()):
+            token = match.group()
+            # An "sk-" key is random, so it has digits; "sk-this-is-a-long-slug-of-words" is not a key.
+            # The other prefixes are specific enough (an AWS key id may well be all letters).
+            if not token.startswith("sk-") or any(ch in _DIGITS for ch in token):
                 out.append(Finding(match.start(), match.end(), SECRET))
     if "PRIVATE KEY-----" in text:
         out.extend(Finding(m.start(), m.end(), SECRET) for m in p.PEM.finditer(text))

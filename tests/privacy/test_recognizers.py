@@ -204,3 +204,12 @@ def test_national_numbers_written_without_a_trunk_zero_are_found(text, span):
 
 def test_a_luhn_invalid_card_does_not_leave_a_phone_number_behind():
     assert found("card 6559 8565 0666 6362") == []
+
+
+def test_an_aws_key_id_of_letters_only_is_still_a_key():
+    assert found("aws_access_key_id: AKIAXSPUBMXCJJNSLAXZ") == [("SECRET", "AKIAXSPUBMXCJJNSLAXZ")]
+
+
+@pytest.mark.parametrize("span", ["12 341 77 50", "131 2342 2479", "08-123 456 78"])
+def test_polish_chinese_and_swedish_national_numbers_are_found(span):
+    assert found(f"tel. {span}") == [("PHONE", span)]
