@@ -47,7 +47,7 @@ def main() -> None:
     for r in recognizers:  # warm-up: the first email lookup loads the bundled public-suffix snapshot
         r.analyze("warm up a@example.com", r.supported_entities, None)
     out = []
-    started = time.perf_counter()
+    started = time.process_time()
     for text in texts:
         # Like AnalyzerEngine: of results on the same span, the highest score wins.
         best: dict[tuple[int, int], tuple[float, str]] = {}
@@ -57,7 +57,7 @@ def main() -> None:
                 if span not in best or result.score > best[span][0]:
                     best[span] = (result.score, RENAME.get(result.entity_type, result.entity_type))
         out.append([[kind, start, end] for (start, end), (_, kind) in sorted(best.items())])
-    json.dump({"findings": out, "seconds": time.perf_counter() - started}, sys.stdout)
+    json.dump({"findings": out, "seconds": time.process_time() - started}, sys.stdout)
 
 
 if __name__ == "__main__":

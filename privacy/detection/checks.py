@@ -77,15 +77,12 @@ def ssn_valid(area: str, group: str, serial: str) -> bool:
 
 
 def ipv4_valid(candidate: str) -> bool:
+    """Four dotted numbers 0-255. Leading zeros ("01.02.03.04") read as dates or versions, and
+    `ipaddress` refuses them too; checked by hand because `IPv4Address` costs ten times more."""
     parts = candidate.split(".")
-    # Leading zeros ("01.02.03.04") read as dates or versions, and `ipaddress` refuses them anyway.
-    if any(len(p) > 1 and p[0] == "0" for p in parts):
-        return False
-    try:
-        ipaddress.IPv4Address(candidate)
-    except ValueError:
-        return False
-    return True
+    return len(parts) == 4 and all(
+        p.isdigit() and len(p) <= 3 and int(p) <= 255 and (len(p) == 1 or p[0] != "0") for p in parts
+    )
 
 
 def ipv6_valid(candidate: str) -> bool:

@@ -42,7 +42,7 @@ EMAIL_DOMAIN = re.compile(rf"{_LABEL}(?:\.{_LABEL}){{0,8}}\.[A-Za-z]{{2,24}}(?![
 
 SECRET = re.compile(rf"(?<![A-Za-z0-9_\-])(?:{_SECRET})")
 # Literals one of which every token in SECRET starts with or holds: without one, no pass is needed.
-SECRET_HINTS: tuple[str, ...] = ("sk-", "AKIA", "ASIA", "ABIA", "ACCA", "_", "xox", "eyJ")
+SECRET_HINTS: tuple[str, ...] = ("sk-", "AKIA", "ASIA", "ABIA", "ACCA", "gh", "github_pat_", "xox", "eyJ")
 AWS_SECRET = re.compile(_AWS_SECRET)
 PEM = re.compile(_PEM)
 

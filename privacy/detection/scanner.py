@@ -19,6 +19,7 @@ _NUMBER_AFTER = _ALNUM | frozenset("_")
 _DIGIT_SET = frozenset(_DIGITS)
 _SEPARATORS = str.maketrans("", "", " -.()+")
 _MAX_NUMBER_CHUNKS = 12
+_SHORTEST = 6  # "a@b.co"; every other kind is longer
 _PIECE = re.compile(r"[^ ]+")
 _PRIORITY = {kind: i for i, kind in enumerate(TIE_ORDER)}
 
@@ -144,6 +145,8 @@ def builtin_findings(text: str) -> list[Finding]:
     """Every built-in finding, unsorted and possibly overlapping (an IBAN's digits also read as a
     number run): `scan` resolves that."""
     out: list[Finding] = []
+    if len(text) < _SHORTEST:
+        return out
     if "@" in text:
         _emails(text, out)
     _secrets(text, out)
