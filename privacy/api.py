@@ -17,7 +17,7 @@ from . import selectors, services
 from .detection import scan
 from .models import PiiPolicy
 from .policy import REDACT, transform_text
-from .serializers import PiiPolicyOutSerializer, PiiPolicySerializer, ScanRequestSerializer, ScanResponseSerializer
+from .serializers import PiiPolicyOutSerializer, PiiPolicySerializer, PiiScanResultSerializer, PiiScanSerializer
 from .validation import clean_policy
 
 TAG = "Privacy"
@@ -117,8 +117,8 @@ class PiiScanView(APIView):
         description="The findings in `text` (kinds: EMAIL, PHONE, CREDIT_CARD, IBAN, US_SSN, IP_ADDRESS, SECRET "
         "and the team's custom pattern names, limited to the policy's `kinds`), as character offsets, and the "
         f"text redacted. At most {MAX_SCAN_CHARS:,} characters.",
-        request=ScanRequestSerializer,
-        responses={200: ScanResponseSerializer, **problem_responses(400, 401, 403, 413, 415)},
+        request=PiiScanSerializer,
+        responses={200: PiiScanResultSerializer, **problem_responses(400, 401, 403, 413, 415)},
         examples=[
             OpenApiExample(
                 "A prompt", value={"text": "Mail jane@example.com, card 4111 1111 1111 1111"}, request_only=True
