@@ -62,6 +62,8 @@ class Scope(models.TextChoices):
     DELIVERIES_READ = "deliveries:read"
     DELIVERIES_WRITE = "deliveries:write"
     PROXY = "proxy"
+    PII_READ = "pii:read"
+    PII_WRITE = "pii:write"
 
 
 ENVIRONMENT_SCOPES: dict[str, frozenset[str]] = {
@@ -76,6 +78,7 @@ ENVIRONMENT_SCOPES: dict[str, frozenset[str]] = {
             Scope.INTEGRATIONS_READ,
             Scope.DELIVERIES_READ,
             Scope.PROXY,
+            Scope.PII_READ,
         }
     ),
     Environment.CI: frozenset({Scope.INGEST, Scope.TRACES_READ, Scope.PROXY}),

@@ -15,6 +15,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("traces.urls")),
     path("", include("delivery.urls")),
     path("routing/", include("routing.urls")),
+    path("pii/", include("privacy.urls")),
     path("", include("integrations.urls")),
     path("", include("traces.proxy.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "integrations",
     "analytics",
     "reports",
+    "privacy",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,194 @@
+"""`scan(text)`: every PII finding in a text, validated, non-overlapping, in text order."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Collection, Sequence
+
+from . import checks
+from . import patterns as p
+from .custom import CustomPattern
+from .kinds import CREDIT_CARD, EMAIL, IBAN, IP_ADDRESS, PHONE, SECRET, TIE_ORDER, US_SSN, Finding
+
+_DIGITS = "0123456789"
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_NUMBER_BEFORE = _ALNUM | frozenset("_.-/")
+_IPV6_AFTER = _ALNUM | frozenset(":")
+_NUMBER_AFTER = _ALNUM | frozenset("_")
+_DIGIT_SET = frozenset(_DIGITS)
+_SEPARATORS = str.maketrans("", "", " -.()+")
+_MAX_NUMBER_CHUNKS = 12
+_SHORTEST = 6  # "a@b.co"; every other kind is longer
+_PIECE = re.compile(r"[^ ]+")
+_PRIORITY = {kind: i for i, kind in enumerate(TIE_ORDER)}
+
+
+def _classify_number(candidate: str) -> str | None:
+    """A run of digits and separators → IP_ADDRESS, CREDIT_CARD, US_SSN, PHONE or nothing."""
+    if candidate.count(".") == 3 and p.IPV4.fullmatch(candidate):
+        return IP_ADDRESS if checks.ipv4_valid(candidate) else None
+    digits = candidate.translate(_SEPARATORS)
+    count = len(digits)
+    if count < 7 or count > 19 or checks.DATE_LIKE.match(candidate):
+        return None  # shorter than any phone number, SSN or card; longer than any card; a date
+    if count == 9 and (ssn := p.SSN_SHAPE.fullmatch(candidate)) is not None:
+        return US_SSN if checks.ssn_valid(ssn.group(1), ssn.group(3), ssn.group(4)) else None
+    if count >= 13 and p.CARD_SHAPE.fullmatch(candidate) and checks.is_card_number(digits):
+        return CREDIT_CARD
+    return PHONE if count <= 15 and checks.phone_valid(candidate) else None
+
+
+def _numbers(text: str, start: int, end: int, out: list[Finding]) -> None:
+    """A run that is not one number as a whole may hold several side by side ("SSN 123-45-6789
+    415-555-0132"): its space-separated pieces are tried, longest first from the left, and kept
+    only if they explain the whole run (but for stray pieces of one or two digits). So the tail
+    of a Luhn-invalid "6559 8565 0666 6362" is not reported as the phone number "0666 6362"."""
+    candidate = text[start:end]
+    kind = _classify_number(candidate)
+    if kind is not None:
+        out.append(Finding(start, end, kind))
+        return
+    if " " not in candidate:
+        return
+    pieces = [(m.start() + start, m.end() + start) for m in _PIECE.finditer(candidate)]
+    if len(pieces) < 2 or len(pieces) > _MAX_NUMBER_CHUNKS:
+        return
+    found: list[Finding] = []
+    i = 0
+    while i < len(pieces):
+        for j in range(len(pieces) - 1, i - 1, -1):
+            if i == 0 and j == len(pieces) - 1:
+                continue  # the whole run, already refused
+            lo, hi = pieces[i][0], pieces[j][1]
+            kind = _classify_number(text[lo:hi]) if text[hi - 1] in _DIGIT_SET else None
+            if kind is not None:
+                found.append(Finding(lo, hi, kind))
+                i = j
+                break
+        else:
+            if pieces[i][1] - pieces[i][0] > 2:
+                return  # a piece no number explains: the run is something else
+        i += 1
+    out.extend(found)
+
+
+def _free(text: str, start: int, end: int, before: frozenset[str], after: frozenset[str]) -> bool:
+    """No character of ``before`` just before the span and none of ``after`` just after it."""
+    return (start == 0 or text[start - 1] not in before) and (end == len(text) or text[end] not in after)
+
+
+def _emails(text: str, out: list[Finding]) -> None:
+    at = text.find("@")
+    while at != -1:
+        start = at
+        while start > 0 and at - start < 64 and text[start - 1] in p.LOCAL_PART_CHARS:
+            start -= 1
+        domain = p.EMAIL_DOMAIN.match(text, at + 1) if start < at else None
+        if domain is not None:
+            out.append(Finding(start, domain.end(), EMAIL))
+            at = text.find("@", domain.end())
+        else:
+            at = text.find("@", at + 1)
+
+
+def _secrets(text: str, out: list[Finding]) -> None:
+    if any(hint in text for hint in p.SECRET_HINTS):
+        for match in p.SECRET.finditer(text):
+            token = match.group()
+            # An "sk-" key is random, so it has digits; "sk-this-is-a-long-slug-of-words" is not a key.
+            # The other prefixes are specific enough (an AWS key id may well be all letters).
+            if not token.startswith("sk-") or any(ch in _DIGITS for ch in token):
+                out.append(Finding(match.start(), match.end(), SECRET))
+    if "PRIVATE KEY-----" in text:
+        out.extend(Finding(m.start(), m.end(), SECRET) for m in p.PEM.finditer(text))
+    if ("ecret" in text or "ECRET" in text) and ("aws" in text or "AWS" in text or "Aws" in text):
+        out.extend(Finding(m.start("aws_value"), m.end("aws_value"), SECRET) for m in p.AWS_SECRET.finditer(text))
+
+
+def _ipv6(text: str, out: list[Finding]) -> None:
+    pos = 0
+    while (match := p.IPV6.search(text, pos)) is not None:
+        start, end = match.span()
+        before = text[start - 1] if start else ""
+        # "IP:2001:db8::1" is an address after a label; "ID:abcd:..." first matches from the "D".
+        if before in _ALNUM or before == "." or (before == ":" and match.group()[0] == ":"):
+            pos = start + 1
+            continue
+        if _free(text, start, end, frozenset(), _IPV6_AFTER) and checks.ipv6_valid(match.group()):
+            out.append(Finding(start, end, IP_ADDRESS))
+        pos = end
+
+
+def _numbers_and_addresses(text: str, out: list[Finding]) -> None:
+    iban_shaped: list[tuple[int, int]] = []
+    for match in p.IBAN.finditer(text):
+        start, end = match.span()
+        if _free(text, start, end, _ALNUM, _ALNUM):
+            iban_shaped.append((start, end))
+            if checks.iban_valid(match.group().replace(" ", "")):
+                out.append(Finding(start, end, IBAN))
+    if text.count(":") >= 2:
+        _ipv6(text, out)
+    for match in p.NUMBER.finditer(text):
+        start, end = match.span()
+        if not p.NUMBER_START.match(text, start) or not _free(text, start, end, _NUMBER_BEFORE, _NUMBER_AFTER):
+            continue
+        # The digits of an IBAN-shaped string, valid or not, are its account number, not a phone.
+        if any(lo <= start < hi for lo, hi in iban_shaped):
+            continue
+        # "1.3.6.1.4.1" (an OID) is one run and no address; "10.0.0.1." ending a sentence is one.
+        _numbers(text, start, end, out)
+
+
+def builtin_findings(text: str) -> list[Finding]:
+    """Every built-in finding, unsorted and possibly overlapping (an IBAN's digits also read as a
+    number run): `scan` resolves that."""
+    out: list[Finding] = []
+    if len(text) < _SHORTEST:
+        return out
+    if "@" in text:
+        _emails(text, out)
+    _secrets(text, out)
+    if any(digit in text for digit in _DIGITS):
+        _numbers_and_addresses(text, out)
+    return out
+
+
+def resolve_overlaps(findings: Sequence[Finding], priority: dict[str, int]) -> list[Finding]:
+    """Keep the longest finding where findings overlap; at equal length the kind earlier in
+    `TIE_ORDER` (custom patterns after, in their order), then the earlier start. Deterministic
+    whatever order the findings came in."""
+    ranked = sorted(findings, key=lambda f: (f.start - f.end, priority.get(f.kind, len(priority)), f.start))
+    starts: list[int] = []
+    kept: list[Finding] = []
+    for finding in ranked:
+        i = bisect.bisect_right(starts, finding.start)
+        if i > 0 and kept[i - 1].end > finding.start:
+            continue
+        if i < len(kept) and kept[i].start < finding.end:
+            continue
+        starts.insert(i, finding.start)
+        kept.insert(i, finding)
+    return kept
+
+
+def scan(
+    text: str,
+    *,
+    kinds: Collection[str] | None = None,
+    custom: Sequence[CustomPattern] = (),
+) -> list[Finding]:
+    """Findings in ``text`` of the built-in ``kinds`` (default all) and the ``custom`` patterns,
+    sorted by start; overlaps resolved by `resolve_overlaps`."""
+    findings = builtin_findings(text)
+    for pattern in custom:
+        findings.extend(Finding(s, e, pattern.name) for s, e in pattern.finditer(text))
+    priority = dict(_PRIORITY)
+    for pattern in custom:
+        priority.setdefault(pattern.name, len(priority))
+    kept = resolve_overlaps(findings, priority) if len(findings) > 1 else findings
+    if kinds is not None:
+        # Filtered after resolving, so a kind left out never lets a shorter overlapping one through.
+        kept = [f for f in kept if f.kind in kinds or f.kind not in _PRIORITY]
+    return kept

@@ -1,0 +1,162 @@
+"""Reads for PII policies, and the compiled form ingest and delivery apply.
+
+`compiled_policy(team_id)` is meant for the hot path: each process keeps the compiled policy per
+team and asks the shared cache for the team's policy version at most every ``max_age`` seconds
+(default `RECHECK_SECONDS`; pass 0 to ask on every call, one cache GET). A PUT forgets this
+process's copy at once and publishes the new version to the cache on commit; `forget(team_id)` is
+the hook for a pub/sub bus to make other processes drop theirs immediately too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.apps import apps
+from django.conf import settings
+from django.core.cache import cache
+
+from .detection import BUILTIN_KINDS, compile_patterns
+from .detection.custom import CustomPattern, PatternError
+from .models import Mode, PiiPolicy
+from .policy import CompiledPolicy
+
+log = logging.getLogger(__name__)
+
+RECHECK_SECONDS = 1.0
+VERSION_TTL = 300  # seconds a team's policy version lives in the shared cache
+MAX_TEAMS = 4096  # compiled policies kept per process
+
+
+def pii_policy(team_id: int) -> PiiPolicy:
+    """The team's policy; an unsaved version-0 "off" one when the team never stored one."""
+    return PiiPolicy.objects.filter(team_id=team_id).first() or PiiPolicy(team_id=team_id, version=0)
+
+
+def policy_as_dict(policy: PiiPolicy) -> dict[str, Any]:
+    """The API's shape of a policy (`docs/privacy.md`)."""
+    return {
+        "stored": {"mode": policy.stored_mode},
+        "destinations": {name: {"mode": mode} for name, mode in sorted((policy.destinations or {}).items())},
+        "kinds": list(policy.kinds) if policy.kinds is not None else list(BUILTIN_KINDS),
+        "custom_patterns": [{"name": p["name"], "regex": p["regex"]} for p in policy.custom_patterns or []],
+    }
+
+
+def integration_names(team_id: int) -> set[str]:
+    """The team's integration names, looked up by model name: privacy must not import the
+    integrations app (ingest and delivery import privacy)."""
+    integration = apps.get_model("integrations", "Integration")
+    return set(integration.objects.filter(team_id=team_id).values_list("name", flat=True))
+
+
+def team_hash_key(team_id: int, salt: str) -> bytes:
+    """The team's pseudonym key: HMAC of the server's SECRET_KEY over the team and its stored salt,
+    so a database dump alone cannot recompute pseudonyms (an email's is easy to guess otherwise)."""
+    message = f"tracerelay-pii:{team_id}:{salt}".encode()
+    return hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).digest()
+
+
+def compile_policy(policy: PiiPolicy) -> CompiledPolicy:
+    """A stored policy → `CompiledPolicy`. A stored custom pattern that no longer compiles (a
+    newer RE2 refusing it) is left out and logged rather than failing every ingest."""
+    custom: list[CustomPattern] = []
+    for item in policy.custom_patterns or []:
+        try:
+            custom.extend(compile_patterns([item]))
+        except PatternError as exc:
+            log.error("privacy: team %s custom pattern skipped: %s", policy.team_id, exc.message)
+    return CompiledPolicy(
+        team_id=policy.team_id,
+        version=policy.version,
+        stored=policy.stored_mode or Mode.OFF,
+        destinations=dict(policy.destinations or {}),
+        kinds=frozenset(policy.kinds) if policy.kinds is not None else None,
+        custom=tuple(custom),
+        hash_key=team_hash_key(policy.team_id, policy.hash_salt),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-process cache
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    compiled: CompiledPolicy
+    checked_at: float
+
+
+_compiled: dict[int, _Entry] = {}
+_lock = threading.Lock()
+clock = time.monotonic
+
+
+def version_cache_key(team_id: int) -> str:
+    return f"pii-policy-version:{team_id}"
+
+
+def stored_version(team_id: int) -> int:
+    return int(PiiPolicy.objects.filter(team_id=team_id).values_list("version", flat=True).first() or 0)
+
+
+def current_version(team_id: int) -> int:
+    key = version_cache_key(team_id)
+    try:
+        cached = cache.get(key)
+    except Exception:  # the cache is down: the database still knows
+        log.warning("privacy: cache unavailable, reading the policy version from the database", exc_info=True)
+        return stored_version(team_id)
+    if cached is not None:
+        return int(cached)
+    version = stored_version(team_id)
+    try:
+        cache.add(key, version, VERSION_TTL)  # add: a PUT that committed meanwhile wrote a newer one
+    except Exception:
+        log.warning("privacy: could not cache the policy version", exc_info=True)
+    return version
+
+
+def compiled_policy(team_id: int, *, max_age: float = RECHECK_SECONDS) -> CompiledPolicy:
+    """The team's compiled policy, rechecked against the shared cache when older than ``max_age``."""
+    now = clock()
+    entry = _compiled.get(team_id)
+    if entry is not None and now - entry.checked_at < max_age:
+        return entry.compiled
+    version = current_version(team_id)
+    if entry is not None and entry.compiled.version == version:
+        _remember(team_id, _Entry(entry.compiled, now))
+        return entry.compiled
+    compiled = compile_policy(pii_policy(team_id))
+    _remember(team_id, _Entry(compiled, now))
+    return compiled
+
+
+def _remember(team_id: int, entry: _Entry) -> None:
+    with _lock:
+        if team_id not in _compiled and len(_compiled) >= MAX_TEAMS:
+            _compiled.pop(next(iter(_compiled)))  # the longest-held team
+        _compiled[team_id] = entry
+
+
+def forget(team_id: int | None = None) -> None:
+    """Drop this process's compiled policy (one team, or all): the next call recompiles."""
+    with _lock:
+        if team_id is None:
+            _compiled.clear()
+        else:
+            _compiled.pop(team_id, None)
+
+
+def publish_version(team_id: int) -> None:
+    """After a commit that changed the policy: tell every process (through the cache)."""
+    forget(team_id)
+    try:
+        cache.set(version_cache_key(team_id), stored_version(team_id), VERSION_TTL)
+    except Exception:  # other processes notice when the old entry expires (VERSION_TTL)
+        log.warning("privacy: could not publish the new policy version to the cache", exc_info=True)
