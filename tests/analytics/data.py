@@ -13,7 +13,6 @@ from typing import Any
 from django.db import transaction
 
 from analytics import rollups
-from analytics.sketch import RELATIVE_ACCURACY
 from config.bulk import build_row, insert_rows
 from traces.ids import new_trace_id
 from traces.models import Trace
@@ -157,7 +156,7 @@ def assert_close(got: float | None, want: float | None) -> None:
         assert got is None
         return
     assert got is not None
-    assert abs(got - want) <= RELATIVE_ACCURACY * want + 1e-9, (got, want)
+    assert abs(got - want) <= 0.01 * want, (got, want)
 
 
 def assert_percentiles(got: dict[str, Any], values: list[int]) -> None:
@@ -179,3 +178,53 @@ def day_starts(since: datetime, until: datetime, tz: Any) -> list[datetime]:
         if start >= until:
             return out
         day += timedelta(days=1)
+
+
+def _dt(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def check(body: dict[str, Any], rows, keep=lambda t: True, *, group: str | None = None, starts=None) -> None:
+    since, until = _dt(body["range"]["since"]), _dt(body["range"]["until"])
+    chosen = select(rows, since, until, keep)
+    want = recount(chosen)
+    assert_totals(body["totals"], want)
+    assert_percentiles(body["latency_ms"], want.latencies)
+    assert_percentiles(body["ttft_ms"], want.ttfts)
+    ts = [_dt(p["t"]) for p in body["series"]] + [until]
+    if starts is not None:
+        assert ts == starts
+    assert ts[0] == since
+    for point, a, b in zip(body["series"], ts, ts[1:], strict=False):
+        bucket = recount(select(chosen, a, b, lambda t: True))
+        assert_totals(point, bucket)
+        for name, q in (("p50", 0.5), ("p95", 0.95)):
+            assert_close(point[name], exact_quantile(bucket.latencies, q))
+    # rate-limited calls per interval and provider
+    rl: dict[tuple[str, str], int] = {}
+    for point, a, b in zip(body["series"], ts, ts[1:], strict=False):
+        for t in select(chosen, a, b, lambda t: t.status == "rate_limited"):
+            rl[(point["t"], t.provider)] = rl.get((point["t"], t.provider), 0) + 1
+    assert {(p["t"], p["provider"]): p["rate_limited"] for p in body["rate_limits"]["series"]} == rl
+    if group is None:
+        assert body["groups"] is None
+        return
+    members: dict[str, list] = {}
+    for t in chosen:
+        value = getattr(
+            t,
+            {"service": "service_name", "user": "user_id", "tag": "tags", "destination": "destinations"}.get(
+                group, group
+            ),
+        )
+        for key in set(value) if isinstance(value, list) else [value]:
+            members.setdefault(key, []).append(t)
+    assert body["groups"] is not None
+    expected_order = sorted(members, key=lambda k: (-recount(members[k]).cost, -len(members[k]), k))
+    assert [g["key"] for g in body["groups"]] == expected_order[: len(body["groups"])]
+    assert len(body["groups"]) == min(len(members), 10)
+    for item in body["groups"]:
+        want = recount(members[item["key"]])
+        assert_totals(item, want)
+        assert_percentiles(item["latency_ms"], want.latencies)
+        assert_percentiles(item["ttft_ms"], want.ttfts)

@@ -14,17 +14,7 @@ from analytics import rollups
 from analytics.selectors import analytics_for_team, parse_query
 
 from ..factories import TeamFactory
-from .data import (
-    assert_close,
-    assert_percentiles,
-    exact_quantile,
-    assert_totals,
-    day_starts,
-    make_traces,
-    recount,
-    select,
-    store,
-)
+from .data import check, day_starts, make_traces, store
 
 pytestmark = pytest.mark.django_db
 
@@ -57,56 +47,6 @@ def dataset(django_db_setup, django_db_blocker):
 def run(team, **params: Any) -> dict[str, Any]:
     query = parse_query({k: v for k, v in params.items() if k != "limit"}, now=NOW, limit=params.get("limit"))
     return analytics_for_team(team_id=team.id, query=query, now=NOW)
-
-
-def _dt(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def check(body: dict[str, Any], rows, keep=lambda t: True, *, group: str | None = None, starts=None) -> None:
-    since, until = _dt(body["range"]["since"]), _dt(body["range"]["until"])
-    chosen = select(rows, since, until, keep)
-    want = recount(chosen)
-    assert_totals(body["totals"], want)
-    assert_percentiles(body["latency_ms"], want.latencies)
-    assert_percentiles(body["ttft_ms"], want.ttfts)
-    ts = [_dt(p["t"]) for p in body["series"]] + [until]
-    if starts is not None:
-        assert ts == starts
-    assert ts[0] == since
-    for point, a, b in zip(body["series"], ts, ts[1:], strict=False):
-        bucket = recount(select(chosen, a, b, lambda t: True))
-        assert_totals(point, bucket)
-        for name, q in (("p50", 0.5), ("p95", 0.95)):
-            assert_close(point[name], exact_quantile(bucket.latencies, q))
-    # rate-limited calls per interval and provider
-    rl: dict[tuple[str, str], int] = {}
-    for point, a, b in zip(body["series"], ts, ts[1:], strict=False):
-        for t in select(chosen, a, b, lambda t: t.status == "rate_limited"):
-            rl[(point["t"], t.provider)] = rl.get((point["t"], t.provider), 0) + 1
-    assert {(p["t"], p["provider"]): p["rate_limited"] for p in body["rate_limits"]["series"]} == rl
-    if group is None:
-        assert body["groups"] is None
-        return
-    members: dict[str, list] = {}
-    for t in chosen:
-        value = getattr(
-            t,
-            {"service": "service_name", "user": "user_id", "tag": "tags", "destination": "destinations"}.get(
-                group, group
-            ),
-        )
-        for key in set(value) if isinstance(value, list) else [value]:
-            members.setdefault(key, []).append(t)
-    assert body["groups"] is not None
-    expected_order = sorted(members, key=lambda k: (-recount(members[k]).cost, -len(members[k]), k))
-    assert [g["key"] for g in body["groups"]] == expected_order[: len(body["groups"])]
-    assert len(body["groups"]) == min(len(members), 10)
-    for item in body["groups"]:
-        want = recount(members[item["key"]])
-        assert_totals(item, want)
-        assert_percentiles(item["latency_ms"], want.latencies)
-        assert_percentiles(item["ttft_ms"], want.ttfts)
 
 
 def test_it_counts_everything_by_hour(dataset):
