@@ -28,7 +28,7 @@ class Kind(models.IntegerChoices):
     ALL = 1, "every trace of the team"
     TAG = 2, "one row per tag (a trace counts once under each of its tags)"
     MODEL = 3, "by model"
-    PROVIDER = 4, "by provider"
+    PROVIDER = 4, "by provider and status"
     STATUS = 5, "by status"
     ENVIRONMENT = 6, "by environment"
     SERVICE = 7, "by service"
@@ -65,7 +65,8 @@ class RollupFields(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
     bucket = models.BigIntegerField(help_text="UTC epoch seconds of the bucket's start.")
     kind = models.PositiveSmallIntegerField(choices=Kind.choices)
-    # DIMS rows: the five dimensions (key empty). TAG and one-dimension rows: `key` only.
+    # DIMS rows: the five dimensions (key empty). TAG and one-dimension rows: `key` only, except
+    # PROVIDER rows, which keep `status` too (rate-limited calls per provider, errors per provider).
     model = models.CharField(max_length=200, blank=True)
     provider = models.CharField(max_length=64, blank=True)
     status = models.CharField(max_length=12, blank=True)

@@ -17,6 +17,7 @@ from django.db.models import F, Q, Value
 from traces.filters import TraceFilter
 from traces.selectors import traces_for_team
 
+from . import sketch
 from .models import COUNTERS, GRAINS, RollupDelta, RollupFields
 from .plan import Ranges
 from .slices import RAW_COLUMN, Slice
@@ -38,17 +39,25 @@ def _ranges_q(ranges: Ranges, column: str) -> Q:
 
 
 def _add_rows(
-    acc: Acc, rows: Any, index_of: Callable[[int], int], hists: bool, skip: Callable[[int], bool] | None = None
+    acc: Acc,
+    rows: Any,
+    index_of: Callable[[int], int],
+    hists: bool,
+    skip: Callable[[int], bool] | None = None,
+    ttft_sink: dict[int, int] | None = None,
 ) -> None:
     for row in rows:
         bucket = row[0]
         if skip is not None and skip(bucket):
             continue
         stats = acc[(index_of(bucket), row[1])]
-        if hists:
-            stats.add_stored(row[2 : 2 + _NC], row[2 + _NC], row[3 + _NC])
-        else:
+        if not hists:
             stats.add_counters(row[2 : 2 + _NC])
+        elif ttft_sink is None:
+            stats.add_stored(row[2 : 2 + _NC], row[2 + _NC], row[3 + _NC])
+        else:  # series points show no TTFT percentiles: one histogram for the totals is enough
+            stats.add_stored(row[2 : 2 + _NC], row[2 + _NC], None)
+            sketch.merge_encoded(ttft_sink, row[3 + _NC])
 
 
 def _columns(group: str | None, hists: bool) -> list[Any]:
@@ -68,13 +77,14 @@ def read_folded(
     index_of: Callable[[int], int],
     hists: bool = True,
     extra_where: dict[str, Any] | None = None,
+    ttft_sink: dict[int, int] | None = None,
 ) -> None:
     for grain, (_size, model) in GRAINS.items():
         ranges = pieces.get(grain)
         if not ranges:
             continue
         qs = _rows(model, team_id, slice_.kind, {**slice_.where, **(extra_where or {})}, ranges)
-        _add_rows(acc, qs.values_list(*_columns(slice_.group, hists)), index_of, hists)
+        _add_rows(acc, qs.values_list(*_columns(slice_.group, hists)), index_of, hists, None, ttft_sink)
 
 
 def read_deltas(
@@ -88,10 +98,12 @@ def read_deltas(
     index_of: Callable[[int], int],
     hists: bool = True,
     extra_where: dict[str, Any] | None = None,
+    ttft_sink: dict[int, int] | None = None,
 ) -> None:
     """Deltas in [since, until), except minutes that the raw traces answer."""
     qs = _rows(RollupDelta, team_id, slice_.delta_kind, {**slice_.delta_where, **(extra_where or {})}, [(since, until)])
-    _add_rows(acc, qs.values_list(*_columns(slice_.delta_group, hists)), index_of, hists, _inside(raw) if raw else None)
+    skip = _inside(raw) if raw else None
+    _add_rows(acc, qs.values_list(*_columns(slice_.delta_group, hists)), index_of, hists, skip, ttft_sink)
 
 
 def _rows(model: type[RollupFields], team_id: int, kind: int, where: dict[str, Any], ranges: Ranges) -> Any:

@@ -26,6 +26,7 @@ from .stats import Stats
 FOLD_BATCH = 20_000
 _FOLD_LOCK = 0x7472_6163_6572  # pg advisory lock id: "tracer"
 _BLANK_DIMS = ("",) * len(DIMENSIONS)
+_STATUS = DIMENSIONS.index("status")
 SliceKey = tuple[int, int, int, str, str, str, str, str, str]  # team, bucket, kind, *DIMENSIONS, key
 
 
@@ -97,7 +98,11 @@ def slices_of(kind: int, dims: tuple[str, ...], key: str) -> list[tuple[int, tup
         return [(kind, _BLANK_DIMS, key)]
     out = [(kind, dims, key), (Kind.ALL.value, _BLANK_DIMS, "")]
     for one, column in ONE_DIMENSION.items():
-        out.append((one.value, _BLANK_DIMS, dims[DIMENSIONS.index(column)]))
+        value = dims[DIMENSIONS.index(column)]
+        if one == Kind.PROVIDER:  # provider rows keep the status too: rate-limited calls per provider
+            out.append((one.value, ("", "", dims[_STATUS], "", ""), value))
+        else:
+            out.append((one.value, _BLANK_DIMS, value))
     return out
 
 

@@ -22,6 +22,7 @@ from django.utils import timezone
 from traces.filters import TraceFilter, parse_trace_filter
 
 from . import plan as planning
+from . import sketch
 from .live import queue_depth, rate_limit_headers
 from .reading import Acc, new_acc, raw_queryset, read_deltas, read_folded, read_raw
 from .slices import GROUP_BY, Slice, raw_reasons, slice_for
@@ -111,6 +112,7 @@ def _snapshot() -> Iterator[None]:
 def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> dict[str, Any]:
     f, group_by = query.trace_filter, query.group_by
     series_acc, groups_acc, rl_acc = new_acc(), new_acc(), new_acc()
+    ttft_sink: dict[int, int] = {}
     series_slice = slice_for(f, None)
     group_slice = slice_for(f, group_by) if group_by else None
     rollups = series_slice is not None and (group_by is None or group_slice is not None)
@@ -134,7 +136,7 @@ def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> di
         assert series_slice is not None
         raw = plan.pieces.get("raw", [])
         _check_raw(team_id, f, raw, "Minutes older than the minute rollups are counted from raw traces")
-        _read(series_acc, team_id, series_slice, plan.pieces, plan, plan.index_of)
+        _read(series_acc, team_id, series_slice, plan.pieces, plan, plan.index_of, ttft_sink)
         read_raw(
             series=series_acc,
             groups=None,
@@ -165,6 +167,7 @@ def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> di
     totals = Stats()
     for stats in series:
         totals.merge(stats)
+    sketch.merge_into(totals.ttft, ttft_sink)
     body: dict[str, Any] = {
         "range": {
             "since": planning.iso(plan.since),
@@ -184,9 +187,15 @@ def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> di
 
 
 def _read(
-    acc: Acc, team_id: int, slice_: Slice, pieces: dict[str, Any], plan: planning.TimePlan, index_of: Any
+    acc: Acc,
+    team_id: int,
+    slice_: Slice,
+    pieces: dict[str, Any],
+    plan: planning.TimePlan,
+    index_of: Any,
+    ttft_sink: dict[int, int] | None = None,
 ) -> None:
-    read_folded(acc, team_id=team_id, slice_=slice_, pieces=pieces, index_of=index_of)
+    read_folded(acc, team_id=team_id, slice_=slice_, pieces=pieces, index_of=index_of, ttft_sink=ttft_sink)
     read_deltas(
         acc,
         team_id=team_id,
@@ -195,6 +204,7 @@ def _read(
         until=plan.until,
         raw=pieces.get("raw", []),
         index_of=index_of,
+        ttft_sink=ttft_sink,
     )
 
 

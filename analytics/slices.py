@@ -78,12 +78,12 @@ def slice_for(trace_filter: TraceFilter, group_by: str | None) -> Slice | None:
     delta_where = {lookup: value for column in dims for lookup, value in dims[column].items()}
     if not columns:
         return Slice(Kind.ALL.value, {}, None, Kind.DIMS.value, {}, None)
-    if len(columns) == 1:
-        (column,) = columns
+    if len(columns) == 1 or columns == {"provider", "status"}:
+        column = "provider" if "provider" in columns else next(iter(columns))
         where = {lookup.replace(column, "key", 1): value for lookup, value in dims.get(column, {}).items()}
-        return Slice(
-            _KIND_OF_COLUMN[column], where, "key" if group_column else None, Kind.DIMS.value, delta_where, group_column
-        )
+        where.update(dims.get("status", {}) if column == "provider" else {})
+        group = None if group_column is None else ("key" if group_column == column else group_column)
+        return Slice(_KIND_OF_COLUMN[column], where, group, Kind.DIMS.value, delta_where, group_column)
     return Slice(Kind.DIMS.value, delta_where, group_column, Kind.DIMS.value, delta_where, group_column)
 
 
