@@ -4,7 +4,7 @@ from .models import Retention
 
 
 @admin.register(Retention)
-class RetentionAdmin(admin.ModelAdmin[Retention]):
+class RetentionAdmin(admin.ModelAdmin):
     list_display = ("team", "trace_days", "rollup_days")
     search_fields = ("team__name",)
     autocomplete_fields = ("team",)
