@@ -39,32 +39,31 @@ def _ranges_q(ranges: Ranges, column: str) -> Q:
 
 
 def _add_rows(
-    acc: Acc,
-    rows: Any,
-    index_of: Callable[[int], int],
-    hists: bool,
-    skip: Callable[[int], bool] | None = None,
-    ttft_sink: dict[int, int] | None = None,
+    acc: Acc, rows: Any, index_of: Callable[[int], int], hists: str, skip: Callable[[int], bool] | None = None
 ) -> None:
+    """Rows of (bucket, group key, *COUNTERS, then the histograms ``hists`` names)."""
+    latency = hists in ("both", "latency")
+    ttft = hists in ("both", "ttft")
     for row in rows:
         bucket = row[0]
         if skip is not None and skip(bucket):
             continue
         stats = acc[(index_of(bucket), row[1])]
-        if not hists:
-            stats.add_counters(row[2 : 2 + _NC])
-        elif ttft_sink is None:
-            stats.add_stored(row[2 : 2 + _NC], row[2 + _NC], row[3 + _NC])
-        else:  # series points show no TTFT percentiles: one histogram for the totals is enough
-            stats.add_stored(row[2 : 2 + _NC], row[2 + _NC], None)
-            sketch.merge_encoded(ttft_sink, row[3 + _NC])
+        stats.add_counters(row[2 : 2 + _NC])
+        if latency:
+            sketch.merge_encoded(stats.latency, row[2 + _NC])
+        if ttft:
+            sketch.merge_encoded(stats.ttft, row[-1])
 
 
-def _columns(group: str | None, hists: bool) -> list[Any]:
+def _columns(group: str | None, hists: str) -> list[Any]:
+    """``hists``: "both", "latency", "ttft" or "none" (counters only)."""
     columns: list[Any] = ["bucket", F(group) if group else Value("")]
     columns += COUNTERS
-    if hists:
-        columns += ["latency_hist", "ttft_hist"]
+    if hists in ("both", "latency"):
+        columns.append("latency_hist")
+    if hists in ("both", "ttft"):
+        columns.append("ttft_hist")
     return columns
 
 
@@ -75,16 +74,15 @@ def read_folded(
     slice_: Slice,
     pieces: dict[str, Ranges],
     index_of: Callable[[int], int],
-    hists: bool = True,
+    hists: str = "both",
     extra_where: dict[str, Any] | None = None,
-    ttft_sink: dict[int, int] | None = None,
 ) -> None:
     for grain, (_size, model) in GRAINS.items():
         ranges = pieces.get(grain)
         if not ranges:
             continue
         qs = _rows(model, team_id, slice_.kind, {**slice_.where, **(extra_where or {})}, ranges)
-        _add_rows(acc, qs.values_list(*_columns(slice_.group, hists)), index_of, hists, None, ttft_sink)
+        _add_rows(acc, qs.values_list(*_columns(slice_.group, hists)), index_of, hists)
 
 
 def read_deltas(
@@ -96,14 +94,13 @@ def read_deltas(
     until: int,
     raw: Ranges,
     index_of: Callable[[int], int],
-    hists: bool = True,
+    hists: str = "both",
     extra_where: dict[str, Any] | None = None,
-    ttft_sink: dict[int, int] | None = None,
 ) -> None:
     """Deltas in [since, until), except minutes that the raw traces answer."""
     qs = _rows(RollupDelta, team_id, slice_.delta_kind, {**slice_.delta_where, **(extra_where or {})}, [(since, until)])
     skip = _inside(raw) if raw else None
-    _add_rows(acc, qs.values_list(*_columns(slice_.delta_group, hists)), index_of, hists, skip, ttft_sink)
+    _add_rows(acc, qs.values_list(*_columns(slice_.delta_group, hists)), index_of, hists, skip)
 
 
 def _rows(model: type[RollupFields], team_id: int, kind: int, where: dict[str, Any], ranges: Ranges) -> Any:
