@@ -18,7 +18,7 @@ import orjson
 
 GAMMA = 1.02
 RELATIVE_ACCURACY = (GAMMA - 1) / (GAMMA + 1)
-_LOG_GAMMA = math.log(GAMMA)
+LOG_GAMMA = math.log(GAMMA)
 ZERO_KEY = -1  # latencies are whole milliseconds: 0 is the only value below 1, and has a bucket of its own
 QUANTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 
@@ -26,7 +26,7 @@ QUANTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 def key_of(value: int) -> int:
     if value <= 0:
         return ZERO_KEY
-    return math.ceil(math.log(value) / _LOG_GAMMA)
+    return math.ceil(math.log(value) / LOG_GAMMA)
 
 
 def value_of(key: int) -> float:

@@ -17,7 +17,7 @@ E10 = Decimal(10) ** 10
 
 def cost_units(cost: Decimal | None) -> int:
     """Trace.cost (10 decimal places) as an exact integer of 1e-10 USD."""
-    return int((cost * E10).to_integral_value()) if cost is not None else 0
+    return int(cost.scaleb(10).to_integral_value()) if cost is not None else 0
 
 
 class Stats:
