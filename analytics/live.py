@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db.models import Count, Q
 
 from config.celery import Queue
-from routing.models import Delivery, DeliveryStatus
+from delivery.models import Delivery, DeliveryStatus
 from traces.filters import TraceFilter
 from traces.selectors import traces_for_team
 

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from analytics import rollups
-from routing.models import Delivery
+from delivery.models import Delivery
 from traces.models import Trace
 
 from ..factories import TraceFactory

@@ -10,7 +10,7 @@ from django.utils import timezone
 from analytics import rollups
 from analytics.models import DayRollup, HourRollup, MinuteRollup, Retention
 from analytics.retention import retention_enforce
-from routing.models import Delivery
+from delivery.models import Delivery
 from traces.models import Trace
 
 from ..factories import TraceFactory
