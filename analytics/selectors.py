@@ -1,0 +1,304 @@
+"""GET /api/v1/analytics: the figures of a team's traces over a range, from rollups when they can
+answer (analytics.slices) and from the raw traces (bounded) when they cannot.
+
+All reads of one answer run in one snapshot (REPEATABLE READ on Postgres), so a fold committing
+meanwhile cannot make a delta count twice or not at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from traces.filters import TraceFilter, parse_trace_filter
+
+from . import plan as planning
+from .live import queue_depth, rate_limit_headers
+from .reading import Acc, new_acc, raw_queryset, read_deltas, read_folded, read_raw
+from .slices import GROUP_BY, Slice, raw_reasons, slice_for
+from .stats import Stats
+
+DEFAULT_RANGE = timedelta(hours=24)
+GROUP_LIMIT_DEFAULT = 10
+GROUP_LIMIT_MAX = 1000
+PARAMS = ("interval", "group_by", "limit", "tz")
+
+
+class AnalyticsError(ValueError):
+    """A bad parameter, or a query the rollups cannot answer over more traces than a raw scan may
+    count (``status`` 400 either way)."""
+
+    def __init__(self, param: str, message: str, **extra: Any) -> None:
+        self.param = param
+        self.message = message
+        self.extra = extra
+        super().__init__(f"{param}: {message}")
+
+
+@dataclass(frozen=True)
+class AnalyticsQuery:
+    trace_filter: TraceFilter
+    interval: str | None
+    group_by: str | None
+    limit: int
+    tz: ZoneInfo
+
+
+def parse_query(params: Mapping[str, Any], *, now: datetime | None, limit: int | None) -> AnalyticsQuery:
+    """The trace feed's filters (traces.filters) plus interval, group_by and tz; raises FilterError
+    or AnalyticsError naming the parameter."""
+    trace_filter = parse_trace_filter(params, now=now)
+    interval = params.get("interval") or None
+    if interval is not None and interval not in planning.INTERVALS:
+        raise AnalyticsError("interval", "Use minute, hour or day.")
+    group_by = params.get("group_by") or None
+    if group_by is not None and group_by not in GROUP_BY:
+        raise AnalyticsError("group_by", f"Use one of {', '.join(GROUP_BY)}.")
+    tz_name = params.get("tz") or "UTC"
+    try:
+        if len(tz_name) > 64 or "\x00" in tz_name:
+            raise ValueError(tz_name)
+        tz = ZoneInfo(tz_name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise AnalyticsError("tz", "An IANA time zone name, e.g. Europe/Paris.")
+    return AnalyticsQuery(trace_filter, interval, group_by, limit or GROUP_LIMIT_DEFAULT, tz)
+
+
+def analytics_for_team(*, team_id: int, query: AnalyticsQuery, now: datetime | None = None) -> dict[str, Any]:
+    now = now or timezone.now()
+    f = query.trace_filter
+    until = f.until or now
+    since = f.since or (until - DEFAULT_RANGE)
+    if since >= until:
+        raise AnalyticsError("since", "Must be earlier than until.")
+    try:
+        plan = planning.make_plan(
+            since=since,
+            until=until,
+            interval=query.interval,
+            tz=query.tz,
+            now=now,
+            minute_hours=settings.TRACERELAY_RETENTION_MINUTE_HOURS,
+        )
+    except planning.PlanError as exc:
+        raise AnalyticsError(exc.param, exc.message)
+    with _snapshot():
+        body = _figures(team_id, query, plan)
+        body["queue"] = queue_depth(team_id)
+        body["rate_limits"]["latest"] = rate_limit_headers(team_id, f, plan.since, plan.until)
+    return body
+
+
+@contextmanager
+def _snapshot() -> Iterator[None]:
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        yield
+
+
+def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> dict[str, Any]:
+    f, group_by = query.trace_filter, query.group_by
+    series_acc, groups_acc, rl_acc = new_acc(), new_acc(), new_acc()
+    ttft_total: dict[int, int] | None = None
+    series_slice = slice_for(f, None)
+    group_slice = slice_for(f, group_by) if group_by else None
+    rollups = series_slice is not None and (group_by is None or group_slice is not None)
+    everything = [(plan.since, plan.until)]
+
+    if not rollups:
+        reasons = raw_reasons(f, group_by)
+        _check_raw(team_id, f, everything, f"The rollups cannot answer {' and '.join(reasons)}")
+        read_raw(
+            series=series_acc,
+            groups=groups_acc if group_by else None,
+            rate_limited=rl_acc,
+            team_id=team_id,
+            trace_filter=f,
+            ranges=everything,
+            group_by=group_by,
+            index_of=plan.index_of,
+        )
+        source = "raw"
+    else:
+        assert series_slice is not None
+        raw = plan.pieces.get("raw", [])
+        _check_raw(team_id, f, raw, "Minutes older than the minute rollups are counted from raw traces")
+        # Series points show latency percentiles only: TTFT's histogram is needed for the totals
+        # alone, and the coarsest cut of the range reads fewer rows for it.
+        _read(series_acc, team_id, series_slice, plan.pieces, plan, plan.index_of, "latency")
+        whole = planning.whole_range_pieces(plan)
+        ttft_acc = new_acc()
+        _read(ttft_acc, team_id, series_slice, whole, plan, lambda _s: 0, "ttft")
+        read_raw(
+            series=ttft_acc,
+            groups=None,
+            rate_limited=None,
+            team_id=team_id,
+            trace_filter=f,
+            ranges=whole.get("raw", []),
+            group_by=None,
+            index_of=lambda _s: 0,
+        )
+        ttft_total = ttft_acc[(0, "")].ttft
+        read_raw(
+            series=series_acc,
+            groups=None,
+            rate_limited=None,  # _rate_limited_rollups counts them
+            team_id=team_id,
+            trace_filter=f,
+            ranges=raw,
+            group_by=None,
+            index_of=plan.index_of,
+        )
+        if group_slice is not None:
+            _read(groups_acc, team_id, group_slice, whole, plan, lambda _s: 0)
+            read_raw(
+                series=new_acc(),
+                groups=groups_acc,
+                rate_limited=None,
+                team_id=team_id,
+                trace_filter=f,
+                ranges=whole.get("raw", []),
+                group_by=group_by,
+                index_of=plan.index_of,
+            )
+        _rate_limited_rollups(rl_acc, team_id, f, plan)
+        source = "rollups"
+
+    series = [series_acc.get((i, ""), Stats()) for i in range(len(plan.starts) - 1)]
+    totals = Stats()
+    for stats in series:
+        totals.merge(stats)
+    if ttft_total is not None:
+        totals.ttft = ttft_total
+    body: dict[str, Any] = {
+        "range": {
+            "since": planning.iso(plan.since),
+            "until": planning.iso(plan.until),
+            "interval": plan.interval,
+            "tz": str(query.tz),
+        },
+        "source": source,
+        "totals": totals.totals(),
+        "latency_ms": totals.percentiles("latency"),
+        "ttft_ms": totals.percentiles("ttft"),
+        "series": [_point(plan.starts[i], stats) for i, stats in enumerate(series)],
+        "groups": _groups(groups_acc, query.limit) if group_by else None,
+        "rate_limits": {"series": _rate_limit_series(rl_acc, plan)},
+    }
+    return body
+
+
+def _read(
+    acc: Acc,
+    team_id: int,
+    slice_: Slice,
+    pieces: dict[str, Any],
+    plan: planning.TimePlan,
+    index_of: Any,
+    hists: str = "both",
+) -> None:
+    read_folded(acc, team_id=team_id, slice_=slice_, pieces=pieces, index_of=index_of, hists=hists)
+    read_deltas(
+        acc,
+        team_id=team_id,
+        slice_=slice_,
+        since=plan.since,
+        until=plan.until,
+        raw=pieces.get("raw", []),
+        index_of=index_of,
+        hists=hists,
+    )
+
+
+def _rate_limited_rollups(acc: Acc, team_id: int, f: TraceFilter, plan: planning.TimePlan) -> None:
+    """Rate-limited calls per interval and provider: the filter's slice, narrowed to rate_limited."""
+    if f.statuses and "rate_limited" not in f.statuses:
+        return
+    narrowed = dataclasses.replace(f, statuses=("rate_limited",))
+    slice_ = slice_for(narrowed, "provider")
+    raw = plan.pieces.get("raw", []) if slice_ is not None else [(plan.since, plan.until)]
+    if raw:  # (a tag filter: the tag rows know no provider, so all of it)
+        _check_raw(team_id, narrowed, raw, "Rate-limited calls by provider are counted from raw traces here")
+        read_raw(
+            series=new_acc(),
+            groups=None,
+            rate_limited=acc,
+            team_id=team_id,
+            trace_filter=narrowed,
+            ranges=raw,
+            group_by=None,
+            index_of=plan.index_of,
+        )
+    if slice_ is None:
+        return
+    pieces = {grain: ranges for grain, ranges in plan.pieces.items() if grain != "raw"}
+    read_folded(acc, team_id=team_id, slice_=slice_, pieces=pieces, index_of=plan.index_of, hists="none")
+    read_deltas(
+        acc,
+        team_id=team_id,
+        slice_=slice_,
+        since=plan.since,
+        until=plan.until,
+        raw=plan.pieces.get("raw", []),
+        index_of=plan.index_of,
+        hists="none",
+    )
+
+
+def _check_raw(team_id: int, f: TraceFilter, ranges: Any, why: str) -> None:
+    if not ranges:
+        return
+    limit = settings.TRACERELAY_ANALYTICS_RAW_SCAN_MAX
+    found = raw_queryset(team_id, f, ranges)[: limit + 1].count()
+    if found > limit:
+        raise AnalyticsError(
+            "since",
+            f"{why}, and this range holds more than {limit:,} matching traces (the raw-scan limit). "
+            "Narrow the range or drop the filters and group_by the rollups cannot answer (docs/analytics.md).",
+            raw_scan_limit=limit,
+        )
+
+
+def _point(start: int, stats: Stats) -> dict[str, Any]:
+    point: dict[str, Any] = {"t": planning.iso(start), **stats.totals()}
+    latency = stats.percentiles("latency")
+    point["p50"] = latency["p50"]
+    point["p95"] = latency["p95"]
+    return point
+
+
+def _groups(acc: Acc, limit: int) -> list[dict[str, Any]]:
+    groups = [(key, stats) for (_i, key), stats in acc.items() if stats.count]
+    groups.sort(key=lambda kv: (-kv[1].cost_e10, -kv[1].count, str(kv[0])))
+    return [
+        {
+            "key": key,
+            **stats.totals(),
+            "latency_ms": stats.percentiles("latency"),
+            "ttft_ms": stats.percentiles("ttft"),
+        }
+        for key, stats in groups[:limit]
+    ]
+
+
+def _rate_limit_series(acc: Acc, plan: planning.TimePlan) -> list[dict[str, Any]]:
+    out = [
+        {"t": planning.iso(plan.starts[i]), "provider": provider, "rate_limited": stats.rate_limited}
+        for (i, provider), stats in acc.items()
+        if stats.rate_limited
+    ]
+    out.sort(key=lambda item: (item["t"], item["provider"]))
+    return out

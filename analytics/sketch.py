@@ -1,0 +1,99 @@
+"""Latency percentiles: a sparse log-bucket histogram (the DDSketch mapping, gamma = 1.02).
+
+Why this and not t-digest or a fixed histogram: its error bound is a *relative* one that holds for
+every quantile and every value (t-digest's is rank-based and weakest in the middle), and merging
+two of them is adding counts bucket by bucket, so minute rows add up to hours and days with no
+loss and in any order. A value v > 0 goes to bucket ``ceil(log_gamma(v))``; the bucket's
+representative ``2 * gamma^k / (gamma + 1)`` is within ``(gamma - 1) / (gamma + 1)`` ≈ 0.99% of
+every value in it. Latencies of 1 ms to 24 days use at most ~1,100 buckets; a real hour of one
+model uses a few dozen, so it is stored sparse: ``[key, count, key, count, ...]`` as JSON text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import orjson
+
+GAMMA = 1.02
+RELATIVE_ACCURACY = (GAMMA - 1) / (GAMMA + 1)
+LOG_GAMMA = math.log(GAMMA)
+ZERO_KEY = -1  # latencies are whole milliseconds: 0 is the only value below 1, and has a bucket of its own
+QUANTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+
+
+def key_of(value: int) -> int:
+    if value <= 0:
+        return ZERO_KEY
+    return math.ceil(math.log(value) / LOG_GAMMA)
+
+
+def value_of(key: int) -> float:
+    """The bucket's representative; the value itself when the bucket holds a single whole number
+    (below ~50 ms buckets are narrower than 1 ms, and latencies are whole milliseconds)."""
+    if key == ZERO_KEY:
+        return 0.0
+    high = GAMMA**key
+    low = high / GAMMA
+    top = math.floor(high)
+    if low < top and top - 1 <= low:
+        return float(top)
+    return 2 * high / (GAMMA + 1)
+
+
+def add(counts: dict[int, int], value: int) -> None:
+    key = key_of(value)
+    counts[key] = counts.get(key, 0) + 1
+
+
+def merge_into(counts: dict[int, int], other: dict[int, int]) -> None:
+    get = counts.get
+    for key, n in other.items():
+        counts[key] = get(key, 0) + n
+
+
+def merge_encoded(counts: dict[int, int], encoded: str | bytes | None) -> None:
+    """Add a stored histogram (``dumps``' output) into ``counts``."""
+    if not encoded:
+        return
+    flat = orjson.loads(encoded)
+    get = counts.get
+    it = iter(flat)
+    for key, n in zip(it, it, strict=True):
+        counts[key] = get(key, 0) + n
+
+
+def dumps(counts: dict[int, int]) -> str:
+    flat: list[int] = []
+    for key in sorted(counts):
+        flat.append(key)
+        flat.append(counts[key])
+    return orjson.dumps(flat).decode()
+
+
+def loads(encoded: str | bytes | None) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    merge_encoded(counts, encoded)
+    return counts
+
+
+def quantiles(counts: dict[int, int], qs: Iterable[float]) -> list[float | None]:
+    """The value at rank ``floor(q * (n - 1))`` of the sorted values (lower nearest rank), each
+    within RELATIVE_ACCURACY (+ the rounding to 0.001 ms) of the exact one, so within 1%; None
+    when the histogram is empty."""
+    wanted = sorted((q, i) for i, q in enumerate(qs))
+    out: list[float | None] = [None] * len(wanted)
+    total = sum(counts.values())
+    if total == 0:
+        return out
+    keys = sorted(counts)
+    position = 0
+    seen = 0
+    for q, i in wanted:
+        rank = math.floor(q * (total - 1))
+        while seen + counts[keys[position]] <= rank:
+            seen += counts[keys[position]]
+            position += 1
+        out[i] = round(value_of(keys[position]), 3)
+    return out

@@ -1,0 +1,135 @@
+"""`Stats`: the exact counters and the two histograms of a set of traces, and how they add up.
+
+One accumulator for every path: ingest's deltas, the fold, the readers of rollups and the raw
+scans all count with it, so they cannot disagree on a definition.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from . import sketch
+from .models import COUNTERS
+
+E10 = Decimal(10) ** 10
+
+
+def cost_units(cost: Decimal | None) -> int:
+    """Trace.cost (10 decimal places) as an exact integer of 1e-10 USD."""
+    return int(cost.scaleb(10).to_integral_value()) if cost is not None else 0
+
+
+class Stats:
+    __slots__ = (*COUNTERS, "latency", "ttft")
+    count: int
+    success: int
+    errors: int
+    rate_limited: int
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost_e10: int
+    unpriced: int
+    estimated_usage: int
+    latency_count: int
+    latency_sum: int
+    ttft_count: int
+    ttft_sum: int
+
+    def __init__(self) -> None:
+        for name in COUNTERS:
+            setattr(self, name, 0)
+        self.latency: dict[int, int] = {}
+        self.ttft: dict[int, int] = {}
+
+    # ---- adding traces (ingest, raw scans) ----------------------------------------------------
+    def add_trace(
+        self,
+        status: str,
+        prompt_tokens: int,
+        completion_tokens: int,
+        total_tokens: int,
+        cost: Decimal | None,
+        unpriced: bool,
+        usage_estimated: bool,
+        latency_ms: int | None,
+        ttft_ms: int | None,
+    ) -> None:
+        self.count += 1
+        if status == "success":
+            self.success += 1
+        elif status == "error":
+            self.errors += 1
+        elif status == "rate_limited":
+            self.rate_limited += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        self.total_tokens += total_tokens
+        if cost is not None:
+            self.cost_e10 += cost_units(cost)
+        if unpriced:
+            self.unpriced += 1
+        if usage_estimated:
+            self.estimated_usage += 1
+        if latency_ms is not None:
+            self.latency_count += 1
+            self.latency_sum += latency_ms
+            sketch.add(self.latency, latency_ms)
+        if ttft_ms is not None:
+            self.ttft_count += 1
+            self.ttft_sum += ttft_ms
+            sketch.add(self.ttft, ttft_ms)
+
+    # ---- adding stored rows and other accumulators --------------------------------------------
+    def add_stored(self, counters: tuple[Any, ...], latency_hist: str | None, ttft_hist: str | None) -> None:
+        """A rollup row: its COUNTERS in order, then its two encoded histograms."""
+        for name, value in zip(COUNTERS, counters, strict=True):
+            setattr(self, name, getattr(self, name) + int(value))
+        sketch.merge_encoded(self.latency, latency_hist)
+        sketch.merge_encoded(self.ttft, ttft_hist)
+
+    def add_counters(self, counters: tuple[Any, ...]) -> None:
+        for name, value in zip(COUNTERS, counters, strict=True):
+            setattr(self, name, getattr(self, name) + int(value))
+
+    def merge(self, other: Stats) -> None:
+        for name in COUNTERS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        sketch.merge_into(self.latency, other.latency)
+        sketch.merge_into(self.ttft, other.ttft)
+
+    # ---- rows to store ------------------------------------------------------------------------
+    def stored_values(self) -> dict[str, Any]:
+        values: dict[str, Any] = {name: getattr(self, name) for name in COUNTERS}
+        values["latency_hist"] = sketch.dumps(self.latency)
+        values["ttft_hist"] = sketch.dumps(self.ttft)
+        return values
+
+    # ---- figures the API shows ----------------------------------------------------------------
+    @property
+    def cost(self) -> Decimal:
+        return Decimal(self.cost_e10) / E10
+
+    def totals(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "success": self.success,
+            "errors": self.errors,
+            "rate_limited": self.rate_limited,
+            "error_rate": round((self.errors + self.rate_limited) / self.count, 6) if self.count else 0.0,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+            "cost": float(self.cost),
+            "unpriced": self.unpriced,
+            "estimated_usage": self.estimated_usage,
+        }
+
+    def percentiles(self, which: str) -> dict[str, float | None]:
+        counts = self.latency if which == "latency" else self.ttft
+        n, total = (self.latency_count, self.latency_sum) if which == "latency" else (self.ttft_count, self.ttft_sum)
+        values = sketch.quantiles(counts, sketch.QUANTILES.values())
+        out: dict[str, float | None] = dict(zip(sketch.QUANTILES, values, strict=True))
+        out["mean"] = round(total / n, 3) if n else None
+        return out
