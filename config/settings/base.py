@@ -129,6 +129,7 @@ SPECTACULAR_SETTINGS = {
         "TraceStatusEnum": "traces.models.Status",
         "TraceSourceEnum": "traces.models.Source",
     },
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "traces.otlp.openapi.add_otlp_path"],
     "TAGS": [
         {"name": "Trace Management", "description": "Send traces, read the feed and single traces; sample plants."},
     ],

@@ -81,7 +81,9 @@ def post_json(spans: Sequence[ReadableSpan]) -> SpanExportResult:
 
 
 provider = TracerProvider(resource=Resource.create({"service.name": "otel-app", "deployment.environment.name": "ci"}))
-inner = OTLPSpanExporter(endpoint=ENDPOINT, headers={"Authorization": f"Bearer {KEY}"}) if ENCODING == "protobuf" else None
+inner = (
+    OTLPSpanExporter(endpoint=ENDPOINT, headers={"Authorization": f"Bearer {KEY}"}) if ENCODING == "protobuf" else None
+)
 provider.add_span_processor(SimpleSpanProcessor(Recording(inner)))
 trace.set_tracer_provider(provider)
 

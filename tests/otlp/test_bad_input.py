@@ -56,7 +56,11 @@ def test_garbage_protobuf_is_400(api, body: bytes) -> None:
         ),
         pytest.param(
             orjson.dumps(
-                {"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"key": "a", "value": {"intValue": "1x"}}]}]}]}]}
+                {
+                    "resourceSpans": [
+                        {"scopeSpans": [{"spans": [{"attributes": [{"key": "a", "value": {"intValue": "1x"}}]}]}]}
+                    ]
+                }
             ),
             id="bad-int64",
         ),
@@ -119,7 +123,9 @@ def test_an_unsupported_content_encoding_is_415(api) -> None:
     assert r.status_code == 415 and status_of(r).code == code_pb2.INVALID_ARGUMENT
 
 
-@pytest.mark.parametrize("content_type", ["text/plain", "application/protobuf", "application/grpc", "application/octet-stream"])
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/protobuf", "application/grpc", "application/octet-stream"]
+)
 def test_other_content_types_are_415_in_json(api, content_type: str) -> None:
     r = post(api, protobuf(llm_span()), content_type)
     assert r.status_code == 415 and r["Content-Type"] == JSON

@@ -192,3 +192,10 @@ def test_when_too_many_requests_wait_it_sheds_load_with_503(api, settings, monke
 def test_get_is_405(api) -> None:
     r = api.get(PATH)
     assert r.status_code == 405 and r["Allow"] == "POST"
+
+
+def test_the_openapi_document_describes_it(api) -> None:
+    schema = api.get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()
+    operation = schema["paths"][PATH]["post"]
+    assert set(operation["requestBody"]["content"]) == {PROTOBUF, JSON}
+    assert {"200", "400", "401", "413", "415", "503"} <= set(operation["responses"])

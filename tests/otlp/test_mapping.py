@@ -63,8 +63,13 @@ CONVENTIONS = [
         id="openinference",
     ),
     pytest.param(
-        {"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o", "llm.system": "openai",
-         "llm.token_count.prompt": 9, "llm.token_count.total": 15},  # fmt: skip
+        {
+            "openinference.span.kind": "LLM",
+            "llm.model_name": "gpt-4o",
+            "llm.system": "openai",
+            "llm.token_count.prompt": 9,
+            "llm.token_count.total": 15,
+        },  # fmt: skip
         {"provider": "openai", "prompt_tokens": 9, "total_tokens": 15},
         id="openinference-total-completes-a-missing-part",
     ),
@@ -117,10 +122,14 @@ PROMPTS = [
     pytest.param(
         {},
         [
-            ("gen_ai.client.inference.operation.details", START, {
-                "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "Q"}]}],
-                "gen_ai.output.messages": [{"role": "assistant", "parts": [{"type": "text", "content": "A"}]}],
-            }),
+            (
+                "gen_ai.client.inference.operation.details",
+                START,
+                {
+                    "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "Q"}]}],
+                    "gen_ai.output.messages": [{"role": "assistant", "parts": [{"type": "text", "content": "A"}]}],
+                },
+            ),
         ],  # fmt: skip
         [{"role": "user", "content": "Q"}],
         {"role": "assistant", "content": "A"},
@@ -168,8 +177,11 @@ PROMPTS = [
         [
             ("gen_ai.system.message", START, {"content": "Be brief."}),
             ("gen_ai.user.message", START, {"content": "Hi?"}),
-            ("gen_ai.choice", START + MS, {"index": 0, "finish_reason": "stop",
-                                           "message": {"role": "assistant", "content": "Hello."}}),
+            (
+                "gen_ai.choice",
+                START + MS,
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Hello."}},
+            ),
         ],  # fmt: skip
         [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"}],
         {"role": "assistant", "content": "Hello.", "finish_reason": "stop"},

@@ -111,7 +111,9 @@ def _parts_messages(value: Any, role: str | None = None) -> list[dict[str, Any]]
         converted: dict[str, Any] = {"role": message.get("role") or "user"}
         if isinstance(parts, list):
             texts = [p.get("content") for p in parts if isinstance(p, Mapping) and p.get("type") == "text"]
-            converted["content"] = "".join(t for t in texts if isinstance(t, str)) if len(texts) == len(parts) else parts
+            converted["content"] = (
+                "".join(t for t in texts if isinstance(t, str)) if len(texts) == len(parts) else parts
+            )
         else:
             converted["content"] = message.get("content")
         if message.get("finish_reason"):

@@ -74,4 +74,6 @@ def _ingest(principal: KeyPrincipal, items: Sequence[Mapping[str, Any]]) -> list
 
 
 def _reason(errors: dict[str, list[str]]) -> str:
-    return "; ".join(f"{name}: {' '.join(messages)}" if name else " ".join(messages) for name, messages in errors.items())
+    return "; ".join(
+        f"{name}: {' '.join(messages)}" if name else " ".join(messages) for name, messages in errors.items()
+    )

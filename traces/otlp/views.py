@@ -68,7 +68,9 @@ def _export(request: HttpRequest, answer: str) -> HttpResponse:
         return _error(answer, exc)
     except DatabaseError:
         log.exception("storing OTLP spans failed")
-        return _error(answer, OtlpError(503, "The spans could not be stored; retry.", retry_after=UNAVAILABLE_RETRY_AFTER))
+        return _error(
+            answer, OtlpError(503, "The spans could not be stored; retry.", retry_after=UNAVAILABLE_RETRY_AFTER)
+        )
     return HttpResponse(success_body(media, outcome.rejected, outcome.error_message), content_type=media)
 
 
