@@ -100,17 +100,17 @@ def _parts_messages(value: Any, role: str | None = None) -> list[dict[str, Any]]
     value = _loose(value)
     if not isinstance(value, list) or not value:
         return None
-    if role is not None and all(isinstance(p, Mapping) and "type" in p for p in value):
+    if role is not None and all(isinstance(p, dict) and "type" in p for p in value):
         value = [{"role": role, "parts": value}]
     out: list[dict[str, Any]] = []
     for message in value:
-        if not isinstance(message, Mapping):
+        if not isinstance(message, dict):
             out.append({"role": "user", "content": message})
             continue
         parts = message.get("parts")
         converted: dict[str, Any] = {"role": message.get("role") or "user"}
         if isinstance(parts, list):
-            texts = [p.get("content") for p in parts if isinstance(p, Mapping) and p.get("type") == "text"]
+            texts = [p.get("content") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
             converted["content"] = (
                 "".join(t for t in texts if isinstance(t, str)) if len(texts) == len(parts) else parts
             )
@@ -172,7 +172,7 @@ def _event_reply(events: list[SpanEvent]) -> Any:
         elif event.name == "gen_ai.choice":
             attrs = event.attributes
             message = _loose(attrs.get("message"))
-            if isinstance(message, Mapping):
+            if isinstance(message, dict):
                 choice = {"role": message.get("role") or "assistant", "content": message.get("content")}
             else:
                 choice = {"role": "assistant", "content": message if message is not None else attrs.get("content")}

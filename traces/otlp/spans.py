@@ -83,7 +83,15 @@ def attributes(pairs: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     kv: KeyValue
     for kv in pairs:
-        out[kv.key] = any_value(kv.value)
+        # The scalar cases inline: this loop runs for every attribute of every span.
+        value = kv.value
+        kind = value.WhichOneof("value")
+        if kind == "string_value":
+            out[kv.key] = value.string_value
+        elif kind == "int_value":
+            out[kv.key] = value.int_value
+        else:
+            out[kv.key] = any_value(value)
     return out
 
 
