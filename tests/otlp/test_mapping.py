@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from traces.normalize import normalize_trace
+from traces.normalize import TraceValidationError, normalize_trace
 from traces.otlp.mapping import SpanRefused, span_to_item
 from traces.otlp.spans import iter_spans
 
@@ -307,3 +307,16 @@ def test_it_refuses_a_span_with_invalid_ids() -> None:
         item_of(llm_span(trace_id=b"\x00" * 16))
     with pytest.raises(SpanRefused):
         item_of(llm_span(span_id=b"\x01\x02"))
+
+
+def test_the_largest_start_time_is_a_valid_timestamp() -> None:
+    item = item_of(llm_span(start=2**64 - 10**12, duration_ms=0.5))
+    assert item is not None and normalize_trace(item, team_id=1).timestamp.year == 2554
+
+
+def test_a_span_ending_before_it_starts_is_refused_by_validation() -> None:
+    item = item_of(llm_span(duration_ms=-5))
+    assert item is not None
+    with pytest.raises(TraceValidationError) as caught:
+        normalize_trace(item, team_id=1)
+    assert "latency_ms" in caught.value.errors

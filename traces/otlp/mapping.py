@@ -112,6 +112,7 @@ def span_to_item(span: PlainSpan) -> dict[str, Any] | None:
         item["total_tokens"] = total
 
     if span.start_unix_nano:
+        # fixed64 nanoseconds end in the year 2554: always a valid datetime
         item["timestamp"] = datetime.fromtimestamp(span.start_unix_nano / 1e9, tz=UTC).isoformat()
         if span.end_unix_nano:
             item["latency_ms"] = (span.end_unix_nano - span.start_unix_nano) / 1e6
