@@ -199,3 +199,77 @@ def test_the_openapi_document_describes_it(api) -> None:
     operation = schema["paths"][PATH]["post"]
     assert set(operation["requestBody"]["content"]) == {PROTOBUF, JSON}
     assert {"200", "400", "401", "413", "415", "503"} <= set(operation["responses"])
+
+
+# What the Node SDK's JSON exporter (@opentelemetry/exporter-trace-otlp-http) sends for one
+# @arizeai/openinference-instrumentation-openai span that failed with a 429: hex ids, integer enums,
+# 64-bit integers as strings, arrays of attributes.
+NODE_JSON = {
+    "resourceSpans": [
+        {
+            "resource": {
+                "attributes": [
+                    {"key": "service.name", "value": {"stringValue": "node-app"}},
+                    {"key": "telemetry.sdk.language", "value": {"stringValue": "nodejs"}},
+                ],
+                "droppedAttributesCount": 0,
+            },
+            "scopeSpans": [
+                {
+                    "scope": {"name": "@arizeai/openinference-instrumentation-openai", "version": "4.2.7"},
+                    "spans": [
+                        {
+                            "traceId": "5b8efff798038103d269b633813fc60c",
+                            "spanId": "eee19b7ec3c1b174",
+                            "parentSpanId": "eee19b7ec3c1b173",
+                            "name": "OpenAI Chat Completions",
+                            "kind": 1,
+                            "startTimeUnixNano": "1767225600000000000",
+                            "endTimeUnixNano": "1767225600420000000",
+                            "attributes": [
+                                {"key": "openinference.span.kind", "value": {"stringValue": "LLM"}},
+                                {"key": "llm.model_name", "value": {"stringValue": "gpt-4o-mini"}},
+                                {"key": "llm.provider", "value": {"stringValue": "openai"}},
+                                {"key": "llm.token_count.prompt", "value": {"intValue": "15"}},
+                                {"key": "llm.input_messages.0.message.role", "value": {"stringValue": "user"}},
+                                {"key": "llm.input_messages.0.message.content", "value": {"stringValue": "Hi"}},
+                                {"key": "session.id", "value": {"stringValue": "sess-42"}},
+                                {"key": "tag.tags", "value": {"arrayValue": {"values": [{"stringValue": "web"}]}}},
+                            ],
+                            "droppedAttributesCount": 0,
+                            "events": [
+                                {
+                                    "timeUnixNano": "1767225600400000000",
+                                    "name": "exception",
+                                    "attributes": [
+                                        {"key": "exception.type", "value": {"stringValue": "RateLimitError"}},
+                                        {"key": "exception.message", "value": {"stringValue": "429 Too Many"}},
+                                    ],
+                                }
+                            ],
+                            "status": {"code": 2, "message": "429 Too Many Requests"},
+                            "links": [],
+                        }
+                    ],
+                }
+            ],
+        }
+    ]
+}
+
+
+def test_it_reads_what_the_node_sdk_sends(api, team) -> None:
+    r = post(api, orjson.dumps(NODE_JSON), JSON)
+    assert r.status_code == 200 and r.json() == {}
+    trace = Trace.objects.get(team=team)
+    assert trace.trace_id == "otel-5b8efff798038103d269b633813fc60c-eee19b7ec3c1b174"
+    assert (trace.model, trace.provider, trace.prompt_tokens, trace.latency_ms) == ("gpt-4o-mini", "openai", 15, 420)
+    assert (trace.status, trace.error_type, trace.error_message) == (
+        "rate_limited",
+        "RateLimitError",
+        "429 Too Many Requests",
+    )
+    assert (trace.service_name, trace.session_id, trace.tags) == ("node-app", "sess-42", ["web"])
+    assert trace.input == [{"role": "user", "content": "Hi"}]
+    assert trace.metadata["otel.parent_span_id"] == "eee19b7ec3c1b173"
+    assert trace.metadata["otel.scope"] == "@arizeai/openinference-instrumentation-openai"
