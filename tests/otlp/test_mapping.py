@@ -320,3 +320,12 @@ def test_a_span_ending_before_it_starts_is_refused_by_validation() -> None:
     with pytest.raises(TraceValidationError) as caught:
         normalize_trace(item, team_id=1)
     assert "latency_ms" in caught.value.errors
+
+
+def test_text_parts_are_joined_and_other_parts_kept() -> None:
+    texts = [{"type": "text", "content": "Hello, "}, {"type": "text", "content": "world"}]
+    mixed = [{"type": "text", "content": "What is this?"}, {"type": "uri", "modality": "image", "uri": "https://x/y"}]
+    messages = [{"role": "user", "parts": texts}, {"role": "user", "parts": mixed}]
+    item = item_of(span({"gen_ai.request.model": "gpt-4o", "gen_ai.input.messages": orjson.dumps(messages).decode()}))
+    assert item is not None
+    assert item["input"] == [{"role": "user", "content": "Hello, world"}, {"role": "user", "content": mixed}]

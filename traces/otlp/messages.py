@@ -110,10 +110,12 @@ def _parts_messages(value: Any, role: str | None = None) -> list[dict[str, Any]]
         parts = message.get("parts")
         converted: dict[str, Any] = {"role": message.get("role") or "user"}
         if isinstance(parts, list):
-            texts = [p.get("content") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
-            converted["content"] = (
-                "".join(t for t in texts if isinstance(t, str)) if len(texts) == len(parts) else parts
-            )
+            if len(parts) == 1 and isinstance(parts[0], dict) and parts[0].get("type") == "text":
+                converted["content"] = parts[0].get("content")  # the usual case, kept cheap
+            else:
+                texts = [p.get("content") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
+                joined = len(texts) == len(parts) and all(isinstance(t, str) for t in texts)
+                converted["content"] = "".join(texts) if joined else parts
         else:
             converted["content"] = message.get("content")
         if message.get("finish_reason"):
