@@ -273,3 +273,11 @@ def test_it_reads_what_the_node_sdk_sends(api, team) -> None:
     assert trace.input == [{"role": "user", "content": "Hi"}]
     assert trace.metadata["otel.parent_span_id"] == "eee19b7ec3c1b173"
     assert trace.metadata["otel.scope"] == "@arizeai/openinference-instrumentation-openai"
+
+
+def test_x_service_key_is_read_when_authorization_has_another_scheme(team, prod_key) -> None:
+    from django.test import Client
+
+    headers = {"authorization": "Basic dXNlcjpwYXNz", "x-service-key": prod_key._raw}
+    r = Client().post(PATH, data=protobuf(llm_span()), content_type=PROTOBUF, headers=headers)
+    assert r.status_code == 200 and Trace.objects.filter(team=team).count() == 1

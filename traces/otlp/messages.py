@@ -114,8 +114,8 @@ def _parts_messages(value: Any, role: str | None = None) -> list[dict[str, Any]]
                 converted["content"] = parts[0].get("content")  # the usual case, kept cheap
             else:
                 texts = [p.get("content") for p in parts if isinstance(p, dict) and p.get("type") == "text"]
-                joined = len(texts) == len(parts) and all(isinstance(t, str) for t in texts)
-                converted["content"] = "".join(texts) if joined else parts
+                strings = [t for t in texts if isinstance(t, str)]
+                converted["content"] = "".join(strings) if len(strings) == len(parts) else parts
         else:
             converted["content"] = message.get("content")
         if message.get("finish_reason"):

@@ -82,15 +82,15 @@ def _chunks(request: HttpRequest) -> Iterator[bytes]:
 def _authenticate(request: HttpRequest) -> KeyPrincipal:
     """`Authorization: Bearer <key>` or `X-Service-Key: <key>` (the proxy's header), with the `ingest` scope."""
     header = request.headers.get("Authorization", "")
-    if header:
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise OtlpError(401, "Authorization must be 'Bearer <API key>'.")
-        token = token.strip()
-    else:
+    scheme, _, token = header.partition(" ")
+    token = token.strip() if scheme.lower() == "bearer" else ""
+    if not token:
+        # Another scheme in Authorization (a gateway's own) leaves room for our key in X-Service-Key.
         token = request.headers.get("X-Service-Key", "").strip()
-        if not token:
-            raise OtlpError(401, "Send the API key as 'Authorization: Bearer <key>' or 'X-Service-Key: <key>'.")
+    if not token:
+        if header:
+            raise OtlpError(401, "Authorization must be 'Bearer <API key>' (or send the key in X-Service-Key).")
+        raise OtlpError(401, "Send the API key as 'Authorization: Bearer <key>' or 'X-Service-Key: <key>'.")
     principal = principal_for_key(token)
     if principal is None:
         raise OtlpError(401, "The API key is malformed, unknown or revoked.")
