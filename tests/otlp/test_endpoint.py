@@ -281,3 +281,10 @@ def test_x_service_key_is_read_when_authorization_has_another_scheme(team, prod_
     headers = {"authorization": "Basic dXNlcjpwYXNz", "x-service-key": prod_key._raw}
     r = Client().post(PATH, data=protobuf(llm_span()), content_type=PROTOBUF, headers=headers)
     assert r.status_code == 200 and Trace.objects.filter(team=team).count() == 1
+
+
+def test_the_same_span_twice_in_one_request_is_stored_once(api, team) -> None:
+    s = llm_span()
+    response = ok_response(post(api, protobuf(s, s)))
+    assert not response.HasField("partial_success")
+    assert Trace.objects.filter(team=team).count() == 1
