@@ -1,4 +1,5 @@
-"""Ingest throughput: traces/s and accept latency for single POSTs and batches of 100 and 1,000.
+"""Ingest throughput: traces/s and accept latency for single POSTs, batches of 100 and 1,000, and
+OTLP/HTTP protobuf exports of 1,000 GenAI spans (`otlp 1000`; its traces/s are spans stored/s).
 
     .venv/bin/python bench/ingest.py                 # starts its own server on Postgres + Redis
     .venv/bin/python bench/ingest.py --url http://127.0.0.1:8000 --key tr_prod_...
@@ -74,9 +75,74 @@ def trace(i: int) -> dict[str, Any]:
     }
 
 
-async def run(url: str, key: str, batch: int, concurrency: int, seconds: float, warmup: float) -> Result:
+class OtlpBodies:
+    """OTLP protobuf requests of ``size`` GenAI spans, the same content as `trace(i)`, new ids each
+    time: a span sent again is deduplicated (not stored again), which would flatter the figure."""
+
+    def __init__(self, size: int) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+        from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+        from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
+
+        def kv(key: str, value: Any) -> Any:
+            if isinstance(value, int):
+                return KeyValue(key=key, value=AnyValue(int_value=value))
+            return KeyValue(key=key, value=AnyValue(string_value=value))
+
+        start = time.time_ns()
+        spans = []
+        for i in range(size):
+            item = trace(i)
+            attrs = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai" if i % 3 else "anthropic",
+                "gen_ai.request.model": item["model"],
+                "gen_ai.usage.input_tokens": item["prompt_tokens"],
+                "gen_ai.usage.output_tokens": item["completion_tokens"],
+                "gen_ai.input.messages": orjson.dumps(
+                    [{"role": "user", "parts": [{"type": "text", "content": item["input"][0]["content"]}]}]
+                ).decode(),
+                "gen_ai.output.messages": orjson.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": item["output"]}]}]
+                ).decode(),
+                "customer": item["metadata"]["customer"],
+                "region": "eu",
+            }
+            spans.append(
+                Span(
+                    name=f"chat {item['model']}",
+                    kind=Span.SPAN_KIND_CLIENT,
+                    start_time_unix_nano=start,
+                    end_time_unix_nano=start + item["latency_ms"] * 1_000_000,
+                    attributes=[kv(k, v) for k, v in attrs.items()],
+                    status=Status(code=Status.STATUS_CODE_ERROR if item["status"] == "error" else 0),
+                )
+            )
+        resource = [kv("service.name", "bench"), kv("deployment.environment.name", "production")]
+        self.request = ExportTraceServiceRequest(
+            resource_spans=[ResourceSpans(resource={"attributes": resource}, scope_spans=[ScopeSpans(spans=spans)])]
+        )
+        self.spans = self.request.resource_spans[0].scope_spans[0].spans
+        self.sent = 0
+
+    def next(self) -> bytes:
+        self.sent += 1
+        prefix = os.getpid().to_bytes(4, "big") + self.sent.to_bytes(8, "big")
+        for i, span in enumerate(self.spans):
+            span.trace_id = prefix + i.to_bytes(4, "big")
+            span.span_id = (i + 1).to_bytes(8, "big")
+        return self.request.SerializeToString()
+
+
+async def run(
+    url: str, key: str, batch: int, concurrency: int, seconds: float, warmup: float, otlp: bool = False
+) -> Result:
     headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-    if batch == 1:
+    otlp_bodies = OtlpBodies(batch) if otlp else None
+    if otlp:
+        path, bodies = "/api/v1/otlp/v1/traces", []
+        headers["Content-Type"] = "application/x-protobuf"
+    elif batch == 1:
         path, bodies = "/api/v1/traces", [orjson.dumps(trace(i)) for i in range(200)]
     else:
         path = "/api/v1/traces/batch"
@@ -96,12 +162,14 @@ async def run(url: str, key: str, batch: int, concurrency: int, seconds: float, 
                 now = time.perf_counter()
                 if now >= stop_at:
                     return
-                body = bodies[i % len(bodies)]
+                body = otlp_bodies.next() if otlp_bodies is not None else bodies[i % len(bodies)]
                 i += concurrency
                 t0 = time.perf_counter()
                 async with session.post(path, data=body) as resp:
                     await resp.read()
                     ok = resp.status in (200, 201)
+                    if otlp_bodies is not None and ok and resp.content_length:
+                        ok = False  # a partial_success: some spans were refused
                 t1 = time.perf_counter()
                 if t0 >= measure_from and t1 <= stop_at:
                     counts["requests"] += 1
@@ -113,7 +181,7 @@ async def run(url: str, key: str, batch: int, concurrency: int, seconds: float, 
 
         await asyncio.gather(*(client(n) for n in range(concurrency)))
     return Result(
-        "single POST" if batch == 1 else f"batch of {batch}",
+        f"otlp {batch}" if otlp else "single POST" if batch == 1 else f"batch of {batch}",
         concurrency,
         counts["traces"],
         counts["requests"],
@@ -233,6 +301,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="Measured time per scenario.")
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--quick", action="store_true", help="One concurrency per scenario, 2 s each.")
+    parser.add_argument("--only-otlp", action="store_true", help="Only batches of 1,000 and OTLP (to compare them).")
     args = parser.parse_args()
 
     server = None
@@ -244,17 +313,19 @@ def main() -> None:
         server = Server(args.port, args.workers, "config.asgi:application")
         key = server.prepare()
         url = server.start()
-    scenarios = [(1, [1, 16, 64]), (100, [1, 4, 8]), (1000, [1, 2, 4])]
+    scenarios = [(1, [1, 16, 64], False), (100, [1, 4, 8], False), (1000, [1, 2, 4], False), (1000, [1, 2, 4], True)]
     if args.quick:
-        scenarios = [(1, [32]), (100, [4]), (1000, [2])]
+        scenarios = [(1, [32], False), (100, [4], False), (1000, [2], False), (1000, [2], True)]
         args.seconds = 2.0
+    if args.only_otlp:
+        scenarios = [s for s in scenarios if s[0] == 1000]
     app = "" if server is None else f" serving {server.app} ({server.workers} workers)"
     print(f"tracerelay ingest bench: {url}{app}, {os.cpu_count()} cores, {args.seconds:g} s per scenario")
     sent = 0
     try:
-        for batch, concurrencies in scenarios:
+        for batch, concurrencies, otlp in scenarios:
             for concurrency in concurrencies:
-                result = asyncio.run(run(url, key, batch, concurrency, args.seconds, args.warmup))
+                result = asyncio.run(run(url, key, batch, concurrency, args.seconds, args.warmup, otlp))
                 sent += result.traces
                 print(result.line(), flush=True)
         if server is not None:
