@@ -116,7 +116,11 @@ class Client:
     def _run(self) -> None:
         try:
             if self.config.routing_rules is not None:
-                self._register_rules()
+                try:
+                    self._register_rules()
+                except Exception as exc:
+                    self.routing_rules_status = f"failed: {type(exc).__name__}"
+                    log.warning("tracerelay: routing_rules were not registered (%s)", exc)
             wait = IDLE_WAKE if self._eager else self.config.flush_interval
             while not self._stop.is_set():
                 self._wake.wait(wait)
@@ -174,6 +178,13 @@ class Client:
         return body
 
     def _send(self, bodies: list[bytes]) -> None:
+        try:
+            self._send_once(bodies)
+        except Exception as exc:  # a bug of ours or a transport's: lose these traces, keep the worker
+            self._count("failed", len(bodies))
+            self._warn("send", f"tracerelay: sending failed ({type(exc).__name__}: {exc})")
+
+    def _send_once(self, bodies: list[bytes]) -> None:
         if len(bodies) == 1:
             path, body = "/api/v1/traces", bodies[0]
         else:
