@@ -251,6 +251,7 @@ def build_app(state: FakeUpstream) -> web.Application:
         inputs = data.get("input")
         inputs = inputs if isinstance(inputs, list) else [inputs]
         body = {
+            "id": "emb-fake",  # Mistral's SDK requires it; OpenAI's ignores it
             "object": "list",
             "data": [
                 {"object": "embedding", "index": i, "embedding": [round(0.001 * (i + j), 6) for j in range(8)]}
@@ -336,6 +337,7 @@ def build_app(state: FakeUpstream) -> web.Application:
     async def models(request: web.Request) -> web.Response:
         await record(request)
         body = {
+            "id": "emb-fake",  # Mistral's SDK requires it; OpenAI's ignores it
             "object": "list",
             "data": [{"id": "gpt-4o-mini", "object": "model", "created": CREATED, "owned_by": "openai"}],
         }

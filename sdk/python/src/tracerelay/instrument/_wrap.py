@@ -1,0 +1,219 @@
+"""Wrapping a provider method: what runs on the caller's thread around the original call.
+
+The wrapper takes two clock readings, keeps references to the arguments and the result and hands a
+`Call` to the client's queue. A stream keeps its type and identity: only the iterator inside it (the
+attribute the provider's stream class reads from) is replaced by one that notes each item and when it
+came, and records the call when the stream ends, fails or is dropped.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+from .. import _state
+from .._records import Call, current_span
+
+log = logging.getLogger("tracerelay")
+
+Build = Callable[[Call], dict[str, Any]]
+Prepare = Callable[[Call, dict[str, Any]], None]
+Skip = Callable[[Any], bool]
+# `streams`: the keyword that asks for a stream ("stream"), or True / False for methods that always / never stream.
+
+MARKER = "__tracerelay_original__"
+_perf = time.perf_counter
+_now = time.time
+
+
+def _request(kwargs: dict[str, Any]) -> dict[str, Any]:
+    # Lists are copied (an app appending to its `messages` after the call must not change the trace);
+    # the items are not: they are converted on the worker thread, long before anyone edits them.
+    return {k: list(v) if type(v) is list else v for k, v in kwargs.items()}
+
+
+def patch(owner: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> bool:
+    """Replace ``owner.name`` by ``make(original)`` once; False when the attribute is missing."""
+    original = owner.__dict__.get(name)
+    if original is None:
+        return False
+    if getattr(original, MARKER, None) is not None:
+        return True
+    wrapper = make(original)
+    functools.update_wrapper(wrapper, original)
+    setattr(wrapper, MARKER, original)
+    setattr(owner, name, wrapper)
+    return True
+
+
+def unpatch(owner: type, name: str) -> None:
+    original = getattr(owner.__dict__.get(name), MARKER, None)
+    if original is not None:
+        setattr(owner, name, original)
+
+
+def sync_method(
+    provider: str,
+    endpoint: str,
+    build: Build,
+    *,
+    stream_attr: str = "_iterator",
+    prepare: Prepare | None = None,
+    skip: Skip | None = None,
+    streams: str | bool = "stream",
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            client = _state.client
+            if client is None:
+                return original(*args, **kwargs)
+            call = Call(provider, endpoint, build, _request(kwargs))
+            call.span = current_span.get()
+            call.stream = streams if isinstance(streams, bool) else kwargs.get(streams) is True
+            if prepare is not None:
+                try:
+                    prepare(call, kwargs)
+                except Exception:  # never let our own change break the call
+                    log.debug("tracerelay: prepare failed", exc_info=True)
+            call.started = _now()
+            call.t0 = _perf()
+            try:
+                result = original(*args, **kwargs)
+            except BaseException as exc:
+                call.t1 = _perf()
+                call.error = exc
+                client.record(call)
+                raise
+            call.t1 = _perf()
+            if call.stream and _wrap_stream(result, stream_attr, call, skip if call.usage_injected else None):
+                return result
+            call.result = result
+            client.record(call)
+            return result
+
+        return wrapper
+
+    return make
+
+
+def async_method(
+    provider: str,
+    endpoint: str,
+    build: Build,
+    *,
+    stream_attr: str = "_iterator",
+    prepare: Prepare | None = None,
+    skip: Skip | None = None,
+    streams: str | bool = "stream",
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            client = _state.client
+            if client is None:
+                return await original(*args, **kwargs)
+            call = Call(provider, endpoint, build, _request(kwargs))
+            call.span = current_span.get()
+            call.stream = streams if isinstance(streams, bool) else kwargs.get(streams) is True
+            if prepare is not None:
+                try:
+                    prepare(call, kwargs)
+                except Exception:
+                    log.debug("tracerelay: prepare failed", exc_info=True)
+            call.started = _now()
+            call.t0 = _perf()
+            try:
+                result = await original(*args, **kwargs)
+            except BaseException as exc:
+                call.t1 = _perf()
+                call.error = exc
+                client.record(call)
+                raise
+            call.t1 = _perf()
+            if call.stream and _wrap_async_stream(result, stream_attr, call, skip if call.usage_injected else None):
+                return result
+            call.result = result
+            client.record(call)
+            return result
+
+        return wrapper
+
+    return make
+
+
+def _wrap_stream(stream: Any, attr: str, call: Call, skip: Skip | None) -> bool:
+    try:
+        inner = getattr(stream, attr)
+    except Exception:
+        return False
+    if not hasattr(inner, "__next__"):
+        return False
+    chunks: list[Any] = []
+    call.chunks = chunks
+
+    def items() -> Iterator[Any]:
+        ended = False
+        try:
+            for item in inner:
+                chunks.append((_perf(), item))
+                if skip is not None and skip(item):
+                    continue
+                yield item
+            ended = True
+        except GeneratorExit:  # abandoned: the stream was dropped before its end
+            raise
+        except BaseException as exc:
+            call.error = exc
+            ended = True
+            raise
+        finally:
+            call.t1 = _perf() if ended or not chunks else chunks[-1][0]
+            client = _state.client
+            if client is not None:
+                client.record(call)
+
+    try:
+        setattr(stream, attr, items())
+    except Exception:
+        return False
+    return True
+
+
+def _wrap_async_stream(stream: Any, attr: str, call: Call, skip: Skip | None) -> bool:
+    try:
+        inner = getattr(stream, attr)
+    except Exception:
+        return False
+    if not hasattr(inner, "__anext__"):
+        return False
+    chunks: list[Any] = []
+    call.chunks = chunks
+
+    async def items() -> AsyncIterator[Any]:
+        ended = False
+        try:
+            async for item in inner:
+                chunks.append((_perf(), item))
+                if skip is not None and skip(item):
+                    continue
+                yield item
+            ended = True
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            call.error = exc
+            ended = True
+            raise
+        finally:
+            call.t1 = _perf() if ended or not chunks else chunks[-1][0]
+            client = _state.client
+            if client is not None:
+                client.record(call)
+
+    try:
+        setattr(stream, attr, items())
+    except Exception:
+        return False
+    return True
