@@ -3,6 +3,7 @@ from django.contrib.staticfiles.views import serve as staticfiles_serve
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from config import home
 from traces import health
 
 handler400 = "config.problems.handler400"
@@ -30,4 +31,7 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("api/v1/", include(api_v1)),
     path("", include("traces.root_urls")),
+    # The dashboard: accounts and settings pages (docs/dashboard.md), and its home.
+    path("", include("accounts.urls")),
+    path("", home.home, name="home"),
 ]
