@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.forms import PasswordResetForm as DjangoPasswordResetForm
 
 from . import throttle
 from .models import Environment, Role
@@ -81,6 +82,10 @@ class LoginForm(AuthenticationForm):
             raise
         throttle.clear(ip, email)
         return cleaned
+
+
+class PasswordResetForm(DjangoPasswordResetForm):
+    email = forms.EmailField(label="E-mail", max_length=254, widget=forms.EmailInput(attrs=_EMAIL_ATTRS))
 
 
 class TeamForm(forms.Form):

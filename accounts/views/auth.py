@@ -15,7 +15,7 @@ from config.problems import InvalidInput
 
 from .. import services
 from ..access import SESSION_TEAM, switch_team
-from ..forms import LoginForm, SignupForm, TeamForm
+from ..forms import LoginForm, PasswordResetForm, SignupForm, TeamForm
 
 BACKEND = "django.contrib.auth.backends.ModelBackend"
 
@@ -50,6 +50,7 @@ class LogoutView(auth_views.LogoutView):
 
 class PasswordResetView(auth_views.PasswordResetView):
     template_name = "accounts/password_reset.html"
+    form_class = PasswordResetForm
     email_template_name = "accounts/email/password_reset.txt"
     subject_template_name = "accounts/email/password_reset_subject.txt"
     success_url = reverse_lazy("password-reset-done")

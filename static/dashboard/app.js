@@ -36,6 +36,12 @@
       });
       return;
     }
+    var dismiss = event.target.closest("[data-dismiss]");
+    if (dismiss) {
+      var open = dismiss.closest("details");
+      if (open) open.removeAttribute("open");
+      return;
+    }
     // A click outside an open menu or confirmation closes it.
     document.querySelectorAll("details.menu[open], details.confirm[open]").forEach(function (d) {
       if (!d.contains(event.target)) d.removeAttribute("open");

@@ -77,7 +77,11 @@ def test_unknown_dashboard_pages_are_an_html_404(as_role):
 
 
 def test_static_assets_are_served_by_us(client):
-    for path in ("/static/dashboard/app.css", "/static/dashboard/app.js", "/static/dashboard/vendor/htmx-2.0.11.min.js"):
+    for path in (
+        "/static/dashboard/app.css",
+        "/static/dashboard/app.js",
+        "/static/dashboard/vendor/htmx-2.0.11.min.js",
+    ):
         response = client.get(path)
         assert response.status_code == 200, path
         b"".join(response.streaming_content)
