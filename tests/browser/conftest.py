@@ -56,7 +56,7 @@ def _free_socket() -> socket.socket:
 
 
 @pytest.fixture(scope="session")
-def live_server_url(django_db_setup) -> Iterator[str]:
+def live_server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     import config.asgi
 
     sock = _free_socket()
@@ -73,13 +73,20 @@ def live_server_url(django_db_setup) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(15)
-    # The server's threads borrowed pooled connections to the test database: close them so it can
-    # be dropped at the end of the session.
-    from django.db import connections
+    # The server's threads held connections to the test database (pooled, or thread-local in
+    # asgiref's executor threads, which outlive the server): end them so it can be dropped.
+    from django.db import connection, connections
 
-    for connection in connections.all():
-        if hasattr(connection, "close_pool"):
-            connection.close_pool()
+    for each in connections.all():
+        if hasattr(each, "close_pool"):
+            each.close_pool()
+    if connection.vendor == "postgresql":
+        with django_db_blocker.unblock(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        connection.close()
 
 
 @pytest.fixture
