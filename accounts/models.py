@@ -4,6 +4,10 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from .roles import Abilities, Permission, Role, role_allows
+
+__all__ = ["ApiKey", "AuditEvent", "Environment", "Invitation", "Membership", "Role", "Scope", "Team"]
+
 
 class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
@@ -11,13 +15,6 @@ class Team(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-
-class Role(models.TextChoices):
-    OWNER = "owner"
-    ADMIN = "admin"
-    MEMBER = "member"
-    VIEWER = "viewer"
 
 
 class Membership(models.Model):
@@ -33,13 +30,12 @@ class Membership(models.Model):
         return f"{self.user} in {self.team} ({self.role})"
 
     @property
-    def can_manage(self) -> bool:
-        """Owners and admins change rules, integrations, keys and members."""
-        return self.role in (Role.OWNER, Role.ADMIN)
+    def may(self) -> Abilities:
+        """What this member may do (accounts.roles): ``membership.may.manage_keys``."""
+        return Abilities(self.role)
 
-    @property
-    def can_write(self) -> bool:
-        return self.role != Role.VIEWER
+    def allows(self, permission: Permission) -> bool:
+        return role_allows(self.role, permission)
 
 
 class Environment(models.TextChoices):
@@ -127,3 +123,33 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor} {self.action} {self.target}"
+
+
+class Invitation(models.Model):
+    """An invitation to join a team, sent by e-mail as a link that works once and expires.
+
+    Only a digest of the link's token is stored (like API keys): the link itself is the secret.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    token_hash = models.CharField(max_length=64, unique=True)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["team", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.team} ({self.role})"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.accepted_at is None and self.revoked_at is None and self.expires_at > timezone.now()

@@ -4,7 +4,7 @@ from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from config import health
-from config.views import home
+from traces.views import home
 
 handler400 = "config.problems.handler400"
 handler403 = "config.problems.handler403"
@@ -33,6 +33,8 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("api/v1/", include(api_v1)),
-    path("", home, name="home"),
     path("", include("traces.root_urls")),
+    # The dashboard: accounts and settings pages (docs/dashboard.md), and its home.
+    path("", include("accounts.urls")),
+    path("", home, name="home"),
 ]

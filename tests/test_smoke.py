@@ -17,11 +17,9 @@ def test_healthz_answers(client):
     assert client.get("/healthz").json() == {"status": "ok"}
 
 
-def test_the_root_points_at_the_api_docs_and_the_admin(client):
+def test_the_root_sends_a_visitor_to_log_in(client):
     response = client.get("/")
-    assert response.status_code == 200 and response["Content-Type"].startswith("text/html")
-    page = response.content.decode()
-    assert 'href="/api/v1/docs/"' in page and 'href="/admin/"' in page
+    assert response.status_code == 302 and response["Location"] == "/login"
 
 
 def test_the_admin_spells_its_plurals(admin_client):

@@ -16,6 +16,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc assets served locally: no CDN needed
     "django_htmx",
+    "template_partials",  # {% partialdef %} and "page.html#fragment" renders (built into Django 6)
     "django_celery_beat",
     "accounts",
     "traces",
@@ -53,7 +54,9 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "accounts.context_processors.dashboard",
             ],
+            "builtins": ["template_partials.templatetags.partials"],
         },
     }
 ]
@@ -90,9 +93,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-LOGIN_URL = "/login/"
-LOGIN_REDIRECT_URL = "/traces"
-LOGOUT_REDIRECT_URL = "/login/"
+LOGIN_URL = "/login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -102,6 +105,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
+STATICFILES_DIRS = [BASE_DIR / "static"]  # the dashboard's stylesheet, scripts and vendored htmx
 # Static files (admin, dashboard) are served by a URL route (config/urls.py), not a middleware: a
 # sync-only middleware would put a thread hop in front of every ASGI request, API calls included.
 

@@ -18,19 +18,19 @@ def membership(user, team) -> Membership | None:
 
 def test_the_owner_manages_and_writes(owner, team):
     m = membership(owner, team)
-    assert (m.role, m.can_manage, m.can_write) == (Role.OWNER, True, True)
+    assert (m.role, m.may.manage_keys, m.may.manage_members, m.may.replay_deliveries) == (Role.OWNER, True, True, True)
 
 
 def test_a_member_writes_but_does_not_manage(member, team):
     m = membership(member, team)
-    assert (m.role, m.can_manage, m.can_write) == (Role.MEMBER, False, True)
+    assert (m.role, m.may.manage_keys, m.may.replay_deliveries, m.may.read) == (Role.MEMBER, False, True, True)
 
 
 def test_an_admin_manages_and_a_viewer_only_reads(team):
     admin = MembershipFactory(team=team, user=UserFactory(username="adm"), role=Role.ADMIN)
     viewer = MembershipFactory(team=team, user=UserFactory(username="viewer"), role=Role.VIEWER)
-    assert (admin.can_manage, admin.can_write) == (True, True)
-    assert (viewer.can_manage, viewer.can_write) == (False, False)
+    assert (admin.may.manage_keys, admin.may.manage_rules, admin.may.manage_members) == (True, True, False)
+    assert (viewer.may.read, viewer.may.send_test_traces, viewer.may.manage_keys) == (True, False, False)
 
 
 def test_an_outsider_has_no_place_in_the_team(outsider, team, other_team):

@@ -1,0 +1,50 @@
+"""The dashboard's navigation, as data: a page adds one `NavItem` here and the top bar shows it.
+
+An item shows when its URL name resolves (the page exists) and the member's role allows its
+permission. ``section="settings"`` items are listed on the settings pages and in the user menu.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.urls import NoReverseMatch, reverse
+
+from .models import Membership
+from .roles import Permission
+
+
+@dataclass(frozen=True)
+class NavItem:
+    label: str
+    url_name: str
+    permission: Permission = Permission.READ
+    section: str = "main"
+
+
+NAV: list[NavItem] = [
+    NavItem("Overview", "home"),
+    NavItem("API keys", "settings-api-keys", section="settings"),
+    NavItem("Team", "settings-team", section="settings"),
+]
+
+
+@dataclass(frozen=True)
+class NavLink:
+    label: str
+    url: str
+    active: bool
+
+
+def nav_links(path: str, membership: Membership | None, section: str) -> list[NavLink]:
+    links = []
+    for item in NAV:
+        if item.section != section or membership is None or not membership.allows(item.permission):
+            continue
+        try:
+            url = reverse(item.url_name)
+        except NoReverseMatch:
+            continue
+        active = path == url if url == "/" else path == url or path.startswith(url.rstrip("/") + "/")
+        links.append(NavLink(item.label, url, active))
+    return links

@@ -1,0 +1,61 @@
+// tracerelay dashboard: the few things HTML cannot do alone. Loaded on every page, after htmx.
+(function () {
+  "use strict";
+
+  // <time datetime="…UTC…">: show it in the browser's time zone; UTC stays on hover (title).
+  var format = new Intl.DateTimeFormat(undefined, {
+    year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
+  });
+  function localizeTimes(root) {
+    root.querySelectorAll("time[datetime]:not([data-local])").forEach(function (el) {
+      var when = new Date(el.getAttribute("datetime"));
+      if (isNaN(when)) return;
+      el.textContent = format.format(when);
+      el.setAttribute("data-local", "");
+    });
+  }
+
+  // <button data-copy="element-id">: copy that element's text, say so on the button.
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    var area = document.createElement("textarea");
+    area.value = text; area.setAttribute("readonly", ""); area.style.position = "fixed"; area.style.opacity = "0";
+    document.body.appendChild(area); area.select();
+    try { document.execCommand("copy"); } finally { document.body.removeChild(area); }
+    return Promise.resolve();
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-copy]");
+    if (button) {
+      var source = document.getElementById(button.getAttribute("data-copy"));
+      if (!source) return;
+      var label = button.textContent;
+      copyText(source.textContent.trim()).then(function () {
+        button.textContent = "Copied";
+        setTimeout(function () { button.textContent = label; }, 1600);
+      });
+      return;
+    }
+    var dismiss = event.target.closest("[data-dismiss]");
+    if (dismiss) {
+      var open = dismiss.closest("details");
+      if (open) open.removeAttribute("open");
+      return;
+    }
+    // A click outside an open menu or confirmation closes it.
+    document.querySelectorAll("details.menu[open], details.confirm[open]").forEach(function (d) {
+      if (!d.contains(event.target)) d.removeAttribute("open");
+    });
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") return;
+    document.querySelectorAll("details.menu[open], details.confirm[open]").forEach(function (d) {
+      d.removeAttribute("open");
+      var summary = d.querySelector("summary");
+      if (summary) summary.focus();
+    });
+  });
+
+  document.addEventListener("DOMContentLoaded", function () { localizeTimes(document); });
+  document.addEventListener("htmx:load", function (event) { localizeTimes(event.target); });
+})();
