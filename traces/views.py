@@ -1,7 +1,9 @@
 """Dashboard pages of traces.
 
-`/`: the dashboard's home. A visitor is sent to log in; a team without traces sees how to send the first one (with this server's own URL); a team with traces goes to the feed once that page
-exists, and until then sees its latest traces."""
+`/`: the dashboard's home. A visitor is sent to log in; a team without traces sees how to send the
+first one (with this server's own URL); a team with traces goes to the feed once that page exists,
+and until then sees its latest traces.
+"""
 
 from __future__ import annotations
 
