@@ -61,8 +61,11 @@ def live_server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[s
 
     sock = _free_socket()
     port = sock.getsockname()[1]
+    # No lifespan: it would start (and at exit stop) config.asgi's one ProxyApp, which the proxy
+    # tests' own server in this process starts with their settings. The dashboard, the API and
+    # the lean ingest path need no startup.
     server = uvicorn.Server(
-        uvicorn.Config(config.asgi.application, lifespan="on", log_level="warning", access_log=False)
+        uvicorn.Config(config.asgi.application, lifespan="off", log_level="warning", access_log=False)
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="dashboard-under-test", daemon=True)
     thread.start()
@@ -94,19 +97,29 @@ def live(live_server_url: str, transactional_db: None) -> str:
     return live_server_url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
+    """One browser per test module. Not per session: while Playwright's sync API is running, this
+    thread has an event loop, and the tests of other modules (run by the same xdist worker in
+    between) must not find one."""
     if not os.path.exists(CHROMIUM):
         pytest.fail(f"{CHROMIUM} is missing: ./bin/test installs Debian's chromium package")
-    # Playwright's sync API runs an event loop in this thread between its calls; the tests' own ORM
-    # calls are synchronous and safe here, which Django cannot tell.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
+    # That loop also makes Django refuse ORM calls from this thread; the tests' own ORM calls are
+    # synchronous and safe here, which Django cannot tell. Allowed only while the browser is up.
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            yield browser
+            browser.close()
+    finally:
+        if before is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
 @pytest.fixture

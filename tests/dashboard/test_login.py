@@ -116,3 +116,9 @@ def test_the_session_cookie_is_httponly_and_samesite(client, user, email):
 def test_posts_need_a_csrf_token(user, email):
     client = Client(enforce_csrf_checks=True)
     assert client.post("/login", {"username": email, "password": "password"}).status_code == 403
+
+
+def test_a_form_without_its_token_gets_a_page_that_says_what_to_do(user, email):
+    client = Client(enforce_csrf_checks=True)
+    response = client.post("/login", {"username": email, "password": "password"})
+    assert response.status_code == 403 and b"This page has expired" in response.content
