@@ -116,7 +116,7 @@ def parse_body(body: bytes, *, max_bytes: int, what: str = "The body", encoding:
         body = gunzip(body, max_bytes, what)
     if len(body) > max_bytes:
         raise too_large(what, max_bytes, len(body))
-    if not body.strip():
+    if not body or body.isspace():
         raise empty_body()
     try:
         data = orjson.loads(body)

@@ -248,7 +248,9 @@ class ProblemSerializer(serializers.Serializer):
 
 
 _PROBLEM_DESCRIPTIONS = {
-    "400": "Invalid input: the problem's `errors` name each bad field or parameter.",
+    "400": "Invalid input: the problem's `errors` name each bad field or parameter. A body that is empty "
+    "(`empty-body`), not JSON (`malformed-json`, with `line` and `column`) or nested over 64 levels "
+    "(`too-deep`) gets the same problem type on every operation.",
     "401": "Missing, malformed, unknown or revoked API key.",
     "403": "The key's environment does not allow this (development and ci keys are limited).",
     "404": "No such resource for this team.",
@@ -256,7 +258,7 @@ _PROBLEM_DESCRIPTIONS = {
     "409": "Conflict with the current state.",
     "412": "If-Match does not match the current version.",
     "413": "The body is over a size or count limit (named in `detail`).",
-    "415": "The body must be application/json.",
+    "415": "The body must be application/json, and its Content-Encoding (if any) gzip.",
     "429": "Rate limited: retry after `Retry-After` seconds.",
     "500": "An internal error (logged). Never the result of bad input.",
     "503": "Temporarily unable to store or serve this (the database is unavailable): retry.",

@@ -160,7 +160,8 @@ class TraceListCreate(APIView):
         operation_id="traces_create",
         summary="Send one trace",
         description="Stores, prices and routes one trace. 201 with the stored trace; sending an `id` that is "
-        "already stored returns that trace with 200 and stores nothing.",
+        "already stored returns that trace with 200 and stores nothing. The body may be gzipped "
+        "(`Content-Encoding: gzip`); the 1 MiB limit applies to it decompressed.",
         request=TraceInSerializer,
         responses={
             201: TraceFullSerializer,
@@ -206,7 +207,8 @@ class TraceBatch(APIView):
         description="Up to 1,000 traces or 10 MiB. Each item is validated on its own: the valid ones are stored "
         "even when others are refused. The response lists every item's outcome (`status` 201 stored, 200 already "
         "stored under its id, 400/413 refused with `errors`). HTTP status: 200 when no item was refused, 207 "
-        '(multi-status) when any was. A body that is not `{"traces": [...]}` is a 400, over a limit a 413.',
+        '(multi-status) when any was. A body that is not `{"traces": [...]}` is a 400, over a limit a 413. '
+        "The body may be gzipped (`Content-Encoding: gzip`); the 10 MiB limit applies to it decompressed.",
         request=BatchInSerializer,
         responses={
             200: BatchResultSerializer,
