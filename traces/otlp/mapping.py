@@ -193,8 +193,8 @@ def _context(span: PlainSpan, item: dict[str, Any]) -> None:
 
 
 def _metadata(span: PlainSpan) -> dict[str, Any]:
-    """The span's own attributes (content and what was mapped aside), bounded to the trace limits,
-    and the OpenTelemetry ids for linking back to the trace in other tools."""
+    """The span's other attributes (not its content, not what became a field), bounded to the trace
+    limits, and the OpenTelemetry ids for linking back to the trace in other tools."""
     metadata: dict[str, Any] = {"otel.trace_id": span.trace_id, "otel.span_id": span.span_id}
     if span.parent_span_id:
         metadata["otel.parent_span_id"] = span.parent_span_id
@@ -204,16 +204,29 @@ def _metadata(span: PlainSpan) -> dict[str, Any]:
     room = settings.TRACE_MAX_METADATA_KEYS - OTEL_METADATA
     dropped = 0
     for key, value in span.attributes.items():
-        if key in MAPPED_KEYS or is_content_key(key) or len(key) > MAX_METADATA_KEY_LENGTH:
+        keep = _KEEP.get(key)
+        if keep is None:
+            keep = _keep(key)
+        if not keep:
             continue
         if room <= 0:
             dropped += 1
             continue
-        metadata[key] = _bounded(value)
+        metadata[key] = value if type(value) is not str or len(value) <= MAX_METADATA_STRING else _bounded(value)
         room -= 1
     if dropped:
         metadata["otel.dropped_attributes"] = dropped
     return metadata
+
+
+_KEEP: dict[str, bool] = {}  # attribute name → whether it goes to metadata (names repeat on every span)
+
+
+def _keep(key: str) -> bool:
+    keep = not (key in MAPPED_KEYS or is_content_key(key) or len(key) > MAX_METADATA_KEY_LENGTH)
+    if len(_KEEP) < 10_000:  # bounded: a client inventing names must not grow it without end
+        _KEEP[key] = keep
+    return keep
 
 
 def _bounded(value: Any) -> Any:

@@ -2,16 +2,14 @@
 
 OTLP clients parse `google.rpc.Status` error bodies (and `ExportTraceServiceResponse` success
 bodies) in the encoding they sent, so this endpoint answers in that encoding rather than with the
-API's problem+json (docs/otlp.md, "Errors").
+API's problem+json (docs/otlp.md, "Responses").
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import zlib
-from collections.abc import Iterable
-from typing import Any
+from typing import IO, Any
 
 import orjson
 from google.protobuf import json_format
@@ -23,9 +21,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from config.jsonbody import check_content_encoding, check_declared_length, compressed_limit, gunzip, read_capped
+from config.problems import Problem
+
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-ENCODINGS = ("gzip", "identity", "")
 
 # HTTP status → the gRPC code its Status body carries (the OTLP spec pairs them this way).
 GRPC_CODES = {
@@ -60,45 +60,21 @@ def media_type(content_type: str) -> str:
     return media
 
 
-def read_body(chunks: Iterable[bytes], *, encoding: str, limit: int) -> bytes:
-    """The request body, gunzipped as it streams in; 413 as soon as it (decompressed) passes ``limit``.
+def read_body(stream: IO[bytes], *, encoding: str, content_length: str | None, limit: int) -> bytes:
+    """The request body, gunzipped, with ``limit`` on the decompressed size (413 past it).
 
-    A gzip bomb costs at most ``limit`` bytes of memory: each chunk is inflated only up to what is
-    still allowed, and one byte more means refusal.
+    The reading and gunzipping are the API's own (`config.jsonbody`: a gzip bomb costs at most
+    ``limit`` bytes of output before it is refused); only the answer's form differs here.
     """
-    encoding = (encoding or "").strip().lower()
-    if encoding not in ENCODINGS:
-        raise OtlpError(415, f"Content-Encoding '{encoding[:50]}' is not supported: send gzip or no encoding.")
-    out = bytearray()
-    if encoding != "gzip":
-        for chunk in chunks:
-            out += chunk
-            if len(out) > limit:
-                raise _too_large(limit)
-        return bytes(out)
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip framing only
+    what = "The request body"
     try:
-        for chunk in chunks:
-            data = chunk
-            while data:
-                out += inflater.decompress(data, limit + 1 - len(out))
-                if len(out) > limit:
-                    raise _too_large(limit)
-                data = inflater.unconsumed_tail
-            if inflater.eof:
-                break
-        out += inflater.flush(limit + 1 - len(out))
-    except zlib.error as exc:
-        raise OtlpError(400, f"The body is not valid gzip: {exc}.")
-    if len(out) > limit:
-        raise _too_large(limit)
-    if not inflater.eof:
-        raise OtlpError(400, "The body is not valid gzip: it ends early.")
-    return bytes(out)
-
-
-def _too_large(limit: int) -> OtlpError:
-    return OtlpError(413, f"The request body may be at most {limit} bytes (after decompression).")
+        coding = check_content_encoding(encoding)
+        read_limit = compressed_limit(limit) if coding else limit
+        check_declared_length(content_length, read_limit, what)
+        raw = read_capped(stream, read_limit, what)
+        return gunzip(raw, limit, what) if coding and raw else raw
+    except Problem as exc:
+        raise OtlpError(exc.status_code, str(exc.detail))
 
 
 def parse_request(body: bytes, media: str) -> ExportTraceServiceRequest:
