@@ -42,6 +42,16 @@ def test_batch_mode_waits_for_the_batch_size_then_sends_batches(transport: FakeT
     assert [(m, p) for m, p, _ in transport.requests] == [("POST", "/api/v1/traces/batch")]
 
 
+def test_batch_mode_woken_by_the_size_sends_full_batches_only(transport: FakeTransport) -> None:
+    start_sdk(transport, batch=True, batch_size=10, flush_interval=60)
+    spans(25)
+    assert wait_for(lambda: len(transport.traces) == 20)
+    time.sleep(0.2)
+    assert [len(data["traces"]) for _, _, data in transport.requests] == [10, 10]
+    assert tracerelay.stats()["queued"] == 5
+    assert tracerelay.flush(timeout=5) and len(transport.traces) == 25
+
+
 def test_batch_mode_sends_on_the_interval(transport: FakeTransport) -> None:
     start_sdk(transport, batch=True, batch_size=100, flush_interval=0.1)
     spans(3)

@@ -68,6 +68,7 @@ class Client:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._flushes = 0  # flush markers queued and not yet reached
         self._thread = threading.Thread(target=self._run, name="tracerelay-worker", daemon=True)
         self._thread.start()
 
@@ -88,6 +89,8 @@ class Client:
         if not self._thread.is_alive():
             return not self.queue
         marker = _Flush()
+        with self._lock:
+            self._flushes += 1
         self.queue.append(marker)
         self._wake.set()
         return marker.done.wait(timeout)
@@ -123,17 +126,22 @@ class Client:
                     log.warning("tracerelay: routing_rules were not registered (%s)", exc)
             wait = IDLE_WAKE if self._eager else self.config.flush_interval
             while not self._stop.is_set():
-                self._wake.wait(wait)
+                woken = self._wake.wait(wait)
                 self._wake.clear()
-                self._drain()
-            self._drain()
+                # Batch mode woken by the batch size sends full batches only: the rest waits for the
+                # interval, a flush, or the next full batch.
+                self._drain(everything=self._eager or not woken or self._flushes > 0)
+            self._drain(everything=True)
         except Exception:  # never reached in normal operation; a dead worker must say why
             log.exception("tracerelay: the worker thread stopped")
 
-    def _drain(self) -> None:
+    def _drain(self, *, everything: bool) -> None:
         pending: list[bytes] = []
         size = 0
+        taken = 0  # records taken for the batch being filled
         while True:
+            if not taken and not everything and len(self.queue) < self._batch_size:
+                break
             try:
                 item = self.queue.popleft()
             except IndexError:
@@ -142,8 +150,12 @@ class Client:
                 if pending:
                     self._send(pending)
                     pending, size = [], 0
+                taken = 0
+                with self._lock:
+                    self._flushes -= 1
                 item.done.set()
                 continue
+            taken = (taken + 1) % self._batch_size
             body = self._encode(item)
             if body is None:
                 continue
