@@ -40,6 +40,11 @@ def record(rows: Sequence[Trace]) -> None:
         insert_rows(deltas)
 
 
+def record_stored(sender: Any, *, rows: Sequence[Trace], **_: Any) -> None:
+    """`traces.signals.traces_stored` receiver: the ingest path's call of `record`."""
+    record(rows)
+
+
 def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
     """The deltas of a batch. Ingest's hot path (bench/analytics_write.py): each trace's figures are
     worked out once and added inline into plain lists, not through `Stats.add_trace` per row."""

@@ -24,6 +24,7 @@ from routing.selectors import compiled_routing
 from .models import Trace, _uuid7
 from .normalize import TraceValidationError, normalize_trace
 from .records import TraceRecord
+from .signals import traces_stored
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,7 @@ def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
     if new_rows:
         with transaction.atomic():
             insert_rows(new_rows)
+            traces_stored.send(sender=Trace, rows=new_rows)
             if deliveries:
                 insert_rows(deliveries)
                 enqueue_on_commit([d.pk for d in deliveries])
