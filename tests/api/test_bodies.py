@@ -49,8 +49,7 @@ def objects(team):
 def body_operations(api) -> list[tuple[str, str, bool]]:
     """(method, path template, takes a body) for every write operation of the schema but the proxy's
     and OTLP's: the proxy forwards bodies as they are, and the upstream is the judge of them
-    (docs/proxy.md); OTLP clients expect the OTLP protocol's `google.rpc.Status` bodies for the same
-    faults (docs/otlp.md; tests/otlp checks them)."""
+    (docs/proxy.md); OTLP answers with the OTLP spec's google.rpc.Status (docs/otlp.md, tests/otlp)."""
     schema = api.get("/api/v1/schema/", {"format": "json"}).json()
     out = []
     for path, operations in schema["paths"].items():
