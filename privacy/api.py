@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Scope
 from accounts.permissions import principal_of, scoped
+from config.jsonbody import request_json
 from config.problems import PROBLEM_CONTENT_TYPE, Problem, ProblemSerializer, problem_responses, validation_problem
 
 from . import selectors, services
@@ -99,7 +100,7 @@ class PiiPolicyView(APIView):
     )
     def put(self, request: Request) -> Response:
         principal = principal_of(request)
-        cleaned = clean_policy(request.data, known_destinations=selectors.integration_names(principal.team_id))
+        cleaned = clean_policy(request_json(request), known_destinations=selectors.integration_names(principal.team_id))
         if isinstance(cleaned, dict):
             raise validation_problem(cleaned, title="Invalid PII policy")
         policy = services.pii_policy_replace(team_id=principal.team_id, policy=cleaned, actor=principal.actor)
@@ -138,7 +139,7 @@ class PiiScanView(APIView):
     )
     def post(self, request: Request) -> Response:
         team_id = principal_of(request).team_id
-        data = request.data
+        data = request_json(request)
         text = data.get("text") if isinstance(data, dict) else None
         if not isinstance(text, str):
             raise validation_problem({"text": ["Send the text to scan as a string."]}, title="Invalid scan request")

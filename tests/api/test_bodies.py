@@ -47,12 +47,13 @@ def objects(team):
 
 
 def body_operations(api) -> list[tuple[str, str, bool]]:
-    """(method, path template, takes a body) for every write operation of the schema but the proxy's:
-    the proxy forwards bodies as they are, and the upstream is the judge of them (docs/proxy.md)."""
+    """(method, path template, takes a body) for every write operation of the schema but two: the
+    proxy forwards bodies as they are, and the upstream is the judge of them (docs/proxy.md); the OTLP
+    receiver answers in the OTLP protocol's own error format, google.rpc.Status (docs/otlp.md)."""
     schema = api.get("/api/v1/schema/", {"format": "json"}).json()
     out = []
     for path, operations in schema["paths"].items():
-        if path.startswith("/api/v1/proxy/"):
+        if path.startswith(("/api/v1/proxy/", "/api/v1/otlp/")):
             continue
         for method, operation in operations.items():
             if method in ("post", "put", "patch"):
