@@ -3,11 +3,10 @@ are the API's and live in the URL; the poll returns only rows newer than the new
 
 from __future__ import annotations
 
-from datetime import timedelta
-from decimal import Decimal
-
 import html
 import re
+from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.utils import timezone

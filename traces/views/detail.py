@@ -18,13 +18,14 @@ from delivery.services import REPLAYABLE, NotReplayable, delivery_replay
 from traces.models import Trace
 from traces.selectors import trace_get
 
-FOLD_LINES = 40  # longer JSON is folded in a <details>
+FOLD_LINES = 40  # longer JSON (or longer than FOLD_CHARS) is folded in a <details>
+FOLD_CHARS = 3000
 
 
 def pretty(value: Any) -> dict[str, Any]:
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
     lines = text.count("\n") + 1
-    return {"text": text, "lines": lines, "folded": lines > FOLD_LINES, "empty": value is None}
+    return {"text": text, "lines": lines, "folded": lines > FOLD_LINES or len(text) > FOLD_CHARS, "empty": value is None}
 
 
 def _trace_or_404(request: DashboardRequest, trace_id: str) -> Trace:
