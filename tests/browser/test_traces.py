@@ -37,8 +37,8 @@ def test_a_trace_appears_live_is_filtered_paused_and_opened(page, sign_in, shoot
     shoot(page, "traces-empty")
 
     _post(live, key._raw, id="live-one", model="gpt-4o", prompt_tokens=12, completion_tokens=3, tags=["beta"],
-          metadata={"plan": "pro"}, session_id="s-42", user_id="u-7",
-          input=[{"role": "user", "content": "Hi there"}], output={"role": "assistant", "content": "Hello!"})  # fmt: skip
+          metadata={"plan": "pro"}, session_id="s-42", user_id="u-7", input=[{"role": "user", "content": "Hi there"}],
+          output={"role": "assistant", "content": "Hello!"})  # fmt: skip
     expect(page.get_by_label("Open trace live-one")).to_be_visible(timeout=8000)  # no reload
     _post(live, key._raw, id="live-two", model="claude-3-5-haiku", provider="anthropic", status="error",
           session_id="s-42", input=[{"role": "user", "content": "And again?"}])  # fmt: skip

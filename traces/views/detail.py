@@ -4,6 +4,7 @@ of a delivery, through `delivery.services.delivery_replay` as the API's replay (
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 from django.contrib import messages
@@ -22,10 +23,20 @@ FOLD_LINES = 40  # longer JSON (or longer than FOLD_CHARS) is folded in a <detai
 FOLD_CHARS = 3000
 
 
+def usd(value: Decimal | None) -> str:
+    """$0.00006, not $0.0000600000 (the column keeps ten places)."""
+    return "" if value is None else f"${value.normalize():f}"
+
+
 def pretty(value: Any) -> dict[str, Any]:
     text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
     lines = text.count("\n") + 1
-    return {"text": text, "lines": lines, "folded": lines > FOLD_LINES or len(text) > FOLD_CHARS, "empty": value is None}
+    return {
+        "text": text,
+        "lines": lines,
+        "folded": lines > FOLD_LINES or len(text) > FOLD_CHARS,
+        "empty": value is None,
+    }
 
 
 def _trace_or_404(request: DashboardRequest, trace_id: str) -> Trace:
@@ -42,6 +53,8 @@ def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
     deliveries = trace_deliveries(trace.pk)
     context = {
         "trace": trace,
+        "cost": usd(trace.cost),
+        "client_cost": usd(trace.client_cost),
         "input": pretty(trace.input),
         "output": pretty(trace.output),
         "metadata": pretty(trace.metadata) if trace.metadata else None,

@@ -19,6 +19,7 @@ from django_htmx.http import push_url
 
 from accounts.access import DashboardRequest, team_view
 from config import cursors
+from traces.models import Trace
 from traces.selectors import CursorError, encode_cursor, trace_page, traces_newer, traces_newer_count
 
 from .forms import FeedFilterForm
@@ -92,7 +93,8 @@ def trace_feed_live(request: DashboardRequest) -> HttpResponse:
             count = traces_newer_count(
                 team_id=request.team.pk, trace_filter=trace_filter, after=after, cap=PAUSED_CAP + 1
             )
-            rows, newest = [], after
+            rows: list[Trace] = []
+            newest = after
         else:
             count = 0
             rows, newest = traces_newer(team_id=request.team.pk, trace_filter=trace_filter, after=after, limit=LIVE_MAX)

@@ -3,7 +3,7 @@ means, and whether it is valid, is `traces.filters.parse_trace_filter`'s busines
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 from django import forms
@@ -56,7 +56,7 @@ class FeedFilterForm(forms.Form):
 
     def filter_params(self) -> dict[str, list[str]]:
         """The submitted filters as the API names them, blanks dropped (the shareable query)."""
-        params = self.data
+        params = cast(QueryDict, self.data)
         out: dict[str, list[str]] = {}
         for name, values in params.lists():
             if name in PAGING or name == "metadata":
