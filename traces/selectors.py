@@ -97,20 +97,31 @@ def traces_newer_count(*, team_id: int, trace_filter: TraceFilter, after: str, c
 
 
 GROUP_FIELDS = ("session_id", "user_id")
+GROUP_SCAN = 50_000  # rows read at most to find the most recent ids
 
 
 def trace_groups(*, team_id: int, field: str, trace_filter: TraceFilter, limit: int) -> list[dict[str, Any]]:
     """The sessions (``field="session_id"``) or end users (``"user_id"``) seen within the filter's
     time range, most recently active first: calls, tokens, cost, errors, first and last seen.
 
-    Bounded by the time range (the caller always sets one) and ``limit`` groups; the partial index
-    (team, <field>, timestamp) serves it.
+    Two steps, so the cost follows ``limit``, not the range: the newest rows are read down the
+    `trace_feed` index until ``limit`` distinct ids are seen (at most GROUP_SCAN rows), then only
+    those ids are aggregated, through the partial index (team, <field>, -timestamp).
     """
     if field not in GROUP_FIELDS:
         raise ValueError(field)
-    qs = traces_for_team(team_id, trace_filter).exclude(**{field: ""})
+    matching = traces_for_team(team_id, trace_filter).exclude(**{field: ""})
+    ids: dict[str, None] = {}
+    newest_first = matching.order_by("-timestamp", "-id").values_list(field, flat=True)
+    for value in newest_first[:GROUP_SCAN].iterator(chunk_size=2000):
+        ids.setdefault(value)
+        if len(ids) >= limit:
+            break
+    if not ids:
+        return []
     return list(
-        qs.values(field)
+        matching.filter(**{f"{field}__in": list(ids)})
+        .values(field)
         .annotate(
             calls=Count("id"),
             tokens=Sum("total_tokens"),
@@ -120,7 +131,7 @@ def trace_groups(*, team_id: int, field: str, trace_filter: TraceFilter, limit: 
             first_seen=Min("timestamp"),
             last_seen=Max("timestamp"),
         )
-        .order_by("-last_seen", field)[:limit]
+        .order_by("-last_seen", field)
     )
 
 
