@@ -24,6 +24,9 @@ class NavItem:
 
 NAV: list[NavItem] = [
     NavItem("Overview", "home"),
+    NavItem("Traces", "trace-feed"),
+    NavItem("Sessions", "trace-sessions"),
+    NavItem("Users", "trace-users"),
     NavItem("API keys", "settings-api-keys", section="settings"),
     NavItem("Team", "settings-team", section="settings"),
 ]

@@ -115,10 +115,15 @@ FILTER_PARAMETERS = [
         "number/boolean/null). Any number of them.",
     ),
     OpenApiParameter("environment", _TEXT, description="`production`, `development`, `ci` or your own."),
+    OpenApiParameter("session_id", _TEXT, description="Calls of this session (`session_id`)."),
+    OpenApiParameter("user_id", _TEXT, description="Calls of this end user (`user_id`)."),
     OpenApiParameter("since", _TEXT, description="At or after this time (ISO 8601, e.g. 2025-01-31T12:00:00Z)."),
     OpenApiParameter("until", _TEXT, description="Before this time (ISO 8601)."),
     OpenApiParameter(
-        "time_range", str, enum=["1h", "24h", "7d", "30d"], description="The last hour, day, week or month."
+        "time_range",
+        str,
+        enum=["1h", "24h", "7d", "30d", "custom"],
+        description="The last hour, day, week or month; `custom`: only `since`/`until`.",
     ),
 ]
 

@@ -19,6 +19,7 @@ from .models import Status
 from .normalize import parse_datetime
 
 TIME_RANGES = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
+CUSTOM_RANGE = "custom"
 STATUS_VALUES = {
     "success": Status.SUCCESS,
     "error": Status.ERROR,
@@ -39,6 +40,8 @@ FILTER_PARAMS = (
     "destination",
     "tag",
     "environment",
+    "session_id",
+    "user_id",
     "since",
     "until",
     "time_range",
@@ -66,6 +69,8 @@ class TraceFilter:
     tags: tuple[str, ...] = ()
     metadata: tuple[tuple[str, str], ...] = ()
     environment: str = ""
+    session_id: str = ""
+    user_id: str = ""
     since: datetime | None = None
     until: datetime | None = None
 
@@ -96,6 +101,10 @@ class TraceFilter:
             qs = _metadata_equals(qs, key, value)
         if self.environment:
             qs = qs.filter(environment=self.environment)
+        if self.session_id:
+            qs = qs.filter(session_id=self.session_id)
+        if self.user_id:
+            qs = qs.filter(user_id=self.user_id)
         if self.since is not None:
             qs = qs.filter(timestamp__gte=self.since)
         if self.until is not None:
@@ -133,6 +142,8 @@ def parse_trace_filter(
     values["model"] = _text(lists, "model")
     values["provider"] = _text(lists, "provider").lower()
     values["environment"] = _text(lists, "environment")
+    values["session_id"] = _text(lists, "session_id")
+    values["user_id"] = _text(lists, "user_id")
 
     status_raw = _one(lists, "status")
     if status_raw is not None:
@@ -171,10 +182,10 @@ def parse_trace_filter(
     since = _datetime(lists, "since")
     until = _datetime(lists, "until")
     time_range = _one(lists, "time_range")
-    if time_range is not None:
+    if time_range is not None and time_range != CUSTOM_RANGE:  # "custom": since/until say it
         delta = TIME_RANGES.get(time_range)
         if delta is None:
-            raise FilterError("time_range", f"Use one of {', '.join(TIME_RANGES)}.")
+            raise FilterError("time_range", f"Use one of {', '.join(TIME_RANGES)} or {CUSTOM_RANGE}.")
         since = max(since, now - delta) if since else now - delta
     if since and until and since >= until:
         raise FilterError("since", "Must be earlier than until.")

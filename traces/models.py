@@ -86,6 +86,11 @@ class Trace(models.Model):
             models.Index(fields=["team", "provider", "-timestamp"], name="trace_provider"),
             models.Index(fields=["team", "status", "-timestamp"], name="trace_status"),
             models.Index(fields=["team", "environment", "-timestamp"], name="trace_environment"),
+            # /sessions, /users and the feed filtered to one: partial, so traces without one cost nothing.
+            models.Index(
+                fields=["team", "session_id", "-timestamp"], name="trace_session", condition=~models.Q(session_id="")
+            ),
+            models.Index(fields=["team", "user_id", "-timestamp"], name="trace_user", condition=~models.Q(user_id="")),
         ]
 
     def __str__(self) -> str:

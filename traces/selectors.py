@@ -8,13 +8,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 
 from config import cursors
 
 from .filters import TraceFilter
-from .models import Plant, Trace
+from .models import Plant, Status, Trace
 
 FEED_DEFERRED = ("input", "output", "routing")
 
@@ -69,3 +70,72 @@ def trace_get(*, team_id: int, trace_id: str) -> Trace | None:
 def plants_for_team(team_id: int, *, limit: int | None = None) -> QuerySet[Plant]:
     qs = Plant.objects.filter(team_id=team_id).order_by("id")
     return qs[:limit] if limit else qs
+
+
+def traces_newer(*, team_id: int, trace_filter: TraceFilter, after: str, limit: int) -> tuple[list[Trace], str]:
+    """The live feed's poll: up to ``limit`` rows newer than the cursor ``after`` (the newest shown),
+    newest first, and the cursor of the newest row now shown.
+
+    Oldest first under the hood, so a burst larger than ``limit`` arrives over several polls with no
+    gap. The `trace_feed` index (team, -timestamp, -id) is walked from the cursor up: the cost of a
+    poll depends on how many rows are newer, never on the table's size.
+    """
+    when, ident = decode_cursor(after)
+    qs = traces_for_team(team_id, trace_filter).defer(*FEED_DEFERRED)
+    qs = qs.filter(timestamp__gte=when).filter(Q(timestamp__gt=when) | Q(id__gt=ident))
+    rows = list(qs.order_by("timestamp", "id")[:limit])
+    newest = encode_cursor(rows[-1]) if rows else after
+    return rows[::-1], newest
+
+
+def traces_newer_count(*, team_id: int, trace_filter: TraceFilter, after: str, cap: int) -> int:
+    """How many rows are newer than the cursor, counted up to ``cap`` (a paused feed shows "cap+")."""
+    when, ident = decode_cursor(after)
+    qs = traces_for_team(team_id, trace_filter).filter(timestamp__gte=when)
+    qs = qs.filter(Q(timestamp__gt=when) | Q(id__gt=ident)).order_by()
+    return qs.values("id")[:cap].count()
+
+
+GROUP_FIELDS = ("session_id", "user_id")
+GROUP_SCAN = 50_000  # rows read at most to find the most recent ids
+
+
+def trace_groups(*, team_id: int, field: str, trace_filter: TraceFilter, limit: int) -> list[dict[str, Any]]:
+    """The sessions (``field="session_id"``) or end users (``"user_id"``) seen within the filter's
+    time range, most recently active first: calls, tokens, cost, errors, first and last seen.
+
+    Two steps, so the cost follows ``limit``, not the range: the newest rows are read down the
+    `trace_feed` index until ``limit`` distinct ids are seen (at most GROUP_SCAN rows), then only
+    those ids are aggregated, through the partial index (team, <field>, -timestamp).
+    """
+    if field not in GROUP_FIELDS:
+        raise ValueError(field)
+    matching = traces_for_team(team_id, trace_filter).exclude(**{field: ""})
+    ids: dict[str, None] = {}
+    newest_first = matching.order_by("-timestamp", "-id").values_list(field, flat=True)
+    for value in newest_first[:GROUP_SCAN].iterator(chunk_size=2000):
+        ids.setdefault(value)
+        if len(ids) >= limit:
+            break
+    if not ids:
+        return []
+    return list(
+        matching.filter(**{f"{field}__in": list(ids)})
+        .values(field)
+        .annotate(
+            calls=Count("id"),
+            tokens=Sum("total_tokens"),
+            cost=Sum("cost"),
+            unpriced=Count("id", filter=Q(unpriced=True)),
+            errors=Count("id", filter=~Q(status=Status.SUCCESS)),
+            first_seen=Min("timestamp"),
+            last_seen=Max("timestamp"),
+        )
+        .order_by("-last_seen", field)
+    )
+
+
+def session_calls(*, team_id: int, session_id: str, limit: int) -> list[Trace]:
+    """A session's calls in time order (with prompts and replies), at most ``limit``."""
+    qs = Trace.objects.filter(team_id=team_id, session_id=session_id)
+    return list(qs.order_by("timestamp", "id")[:limit])

@@ -151,8 +151,8 @@ def test_the_home_page_with_traces_and_the_not_found_page(page, sign_in, shoot, 
         [("gpt-4o", "success"), ("claude-3-5-sonnet", "error"), ("gpt-4o-mini", "rate_limited")]
     ):
         TraceFactory(team=team, model=model, status=status, latency_ms=400 + i * 120, total_tokens=300 + i)
-    sign_in(page, owner_user)
-    expect(page.get_by_role("heading", name="Latest traces")).to_be_visible()
+    sign_in(page, owner_user)  # "/" → the feed, once there are traces
+    expect(page.get_by_role("heading", name="Traces", exact=True)).to_be_visible()
     cell = page.locator("time").first
     assert cell.get_attribute("title").endswith("UTC") and "UTC" not in cell.inner_text()  # local time shown
     shoot(page, "home-traces")

@@ -31,15 +31,15 @@ def test_a_new_team_sees_how_to_send_its_first_trace(as_role, role):
 def test_the_team_with_traces_sees_its_latest_and_no_other_teams(as_role, team, other_team):
     TraceFactory(team=team, model="gpt-4o-mine")
     TraceFactory(team=other_team, model="claude-theirs")
-    text = as_role("viewer").get("/").content.decode()
+    text = as_role("viewer").get("/", follow=True).content.decode()  # to the feed
     assert "gpt-4o-mine" in text and "claude-theirs" not in text
-    other = as_role("outsider").get("/").content.decode()
+    other = as_role("outsider").get("/", follow=True).content.decode()
     assert "claude-theirs" in other and "gpt-4o-mine" not in other
 
 
 def test_an_unpriced_trace_says_so(as_role, team):
     TraceFactory(team=team, model="mystery-model", unpriced=True, cost=None)
-    assert "unpriced" in as_role("member").get("/").content.decode()
+    assert "unpriced" in as_role("member").get("/", follow=True).content.decode()
 
 
 def test_the_waiting_page_polls_and_reloads_when_the_first_trace_arrives(as_role, team):

@@ -1,0 +1,119 @@
+"""/traces/<id>: every role reads a trace of its team; another team's is a 404; members and up retry
+a dead or failed delivery through the API's replay service (audited)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from accounts.models import AuditEvent
+from delivery.models import Delivery
+
+from ..factories import TraceFactory
+from .conftest import ROLES
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def trace(team):
+    return TraceFactory(
+        team=team,
+        trace_id="trc-detail",
+        input={"messages": [{"role": "user", "content": "lorem ipsum " * 300}]},
+        output={"role": "assistant", "content": "Hello there"},
+        cost=Decimal("0.00042"),
+        client_cost=Decimal("0.0005"),
+        price_source="genai-prices",
+        price_version="0.0.30",
+        destinations=["langfuse"],
+        routing=[
+            {"destination": "langfuse", "rule": "prod-to-langfuse", "kept": True, "rate": 1.0, "reason": "matched"},
+            {
+                "destination": "datadog",
+                "rule": "sample-dd",
+                "kept": False,
+                "rate": 0.1,
+                "reason": "sampled out: 0.52 ≥ rate 0.1",
+            },
+        ],
+    )
+
+
+@pytest.fixture
+def dead(team, trace):
+    return Delivery.objects.create(
+        team=team, trace=trace, destination="langfuse", status="dead", attempts=8, last_error="HTTP 503 from langfuse"
+    )
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_role_reads_the_detail(as_role, role, trace, dead):
+    response = as_role(role).get("/traces/trc-detail")
+    assert response.status_code == 200
+    text = response.content.decode()
+    for shown in (
+        "Hello there",
+        "$0.00042",
+        "$0.0005",
+        "genai-prices",
+        "0.0.30",
+        "prod-to-langfuse",
+        "sampled out",
+        "sample-dd",
+        "HTTP 503 from langfuse",
+        '<details class="json-fold">',
+    ):
+        assert shown in text, shown
+    assert ("Retry delivery to langfuse" in text) == (role != "viewer")
+
+
+def test_an_unpriced_trace_says_so(as_role, team):
+    TraceFactory(team=team, trace_id="free", cost=None, unpriced=True, usage_estimated=True)
+    text = as_role("viewer").get("/traces/free").content.decode()
+    assert "unpriced" in text and "estimated" in text and "$0" not in text
+
+
+def test_another_teams_trace_is_a_404(as_role, trace):
+    assert as_role("outsider").get("/traces/trc-detail").status_code == 404
+    assert as_role("owner").get("/traces/no-such-trace").status_code == 404
+
+
+@pytest.mark.parametrize("role", ["owner", "admin", "member"])
+def test_members_and_up_retry_a_dead_delivery(as_role, role, trace, dead):
+    response = as_role(role).post(f"/traces/trc-detail/deliveries/{dead.pk}/retry", follow=True)
+    assert response.status_code == 200 and "queued again" in response.content.decode()
+    dead.refresh_from_db()
+    assert dead.status == "pending" and dead.replay_count == 1 and dead.attempts == 0
+    event = AuditEvent.objects.get(action="delivery.replay")
+    assert event.target == str(dead.pk) and event.actor.startswith("user:")
+
+
+def test_a_viewer_may_not_retry(as_role, trace, dead):
+    assert as_role("viewer").post(f"/traces/trc-detail/deliveries/{dead.pk}/retry").status_code == 403
+    dead.refresh_from_db()
+    assert dead.status == "dead"
+
+
+def test_an_outsider_cannot_retry_another_teams_delivery(as_role, trace, dead):
+    assert as_role("outsider").post(f"/traces/trc-detail/deliveries/{dead.pk}/retry").status_code == 404
+    dead.refresh_from_db()
+    assert dead.status == "dead"
+
+
+def test_a_delivery_of_another_trace_is_a_404(as_role, team, trace, dead):
+    TraceFactory(team=team, trace_id="other")
+    assert as_role("owner").post(f"/traces/other/deliveries/{dead.pk}/retry").status_code == 404
+
+
+def test_retrying_a_delivered_one_says_it_is_not_replayable(as_role, team, trace):
+    done = Delivery.objects.create(team=team, trace=trace, destination="langfuse", status="delivered")
+    response = as_role("member").post(f"/traces/trc-detail/deliveries/{done.pk}/retry", follow=True)
+    assert "Not retried" in response.content.decode()
+    done.refresh_from_db()
+    assert done.status == "delivered"
+
+
+def test_retry_is_a_post(as_role, trace, dead):
+    assert as_role("owner").get(f"/traces/trc-detail/deliveries/{dead.pk}/retry").status_code == 405

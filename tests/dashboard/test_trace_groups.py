@@ -1,0 +1,88 @@
+"""/sessions, /users and /sessions/<id>: totals per id in the time range, each opening the feed
+filtered to it; a session as a conversation; nothing of another team."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from ..factories import TraceFactory
+from .conftest import ROLES
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def calls(team):
+    now = timezone.now()
+    return [
+        TraceFactory(
+            team=team,
+            session_id="s-1",
+            user_id="u-1",
+            timestamp=now - timedelta(minutes=3),
+            total_tokens=10,
+            cost=Decimal("0.01"),
+            input=[{"role": "user", "content": "What is 2+2?"}],
+            output={"role": "assistant", "content": "4"},
+        ),
+        TraceFactory(
+            team=team,
+            session_id="s-1",
+            user_id="u-1",
+            timestamp=now - timedelta(minutes=1),
+            total_tokens=20,
+            cost=Decimal("0.02"),
+            status="error",
+            input=[{"role": "user", "content": [{"type": "text", "text": "And 3+3?"}]}],
+            output={"choices": [{"message": {"role": "assistant", "content": "6"}}]},
+        ),
+        TraceFactory(team=team, session_id="s-old", user_id="u-2", timestamp=now - timedelta(days=3)),
+    ]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_role_sees_the_sessions_of_the_last_day(as_role, role, calls):
+    response = as_role(role).get("/sessions")
+    assert response.status_code == 200
+    [group] = response.context["groups"]
+    assert (group["id"], group["calls"], group["tokens"], group["errors"]) == ("s-1", 2, 30, 1)
+    assert group["cost"] == Decimal("0.03")
+    text = response.content.decode()
+    assert "/traces?time_range=24h&amp;session_id=s-1" in text and "/sessions/s-1" in text
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_role_sees_the_users(as_role, role, calls):
+    response = as_role(role).get("/users?time_range=7d")
+    assert [g["id"] for g in response.context["groups"]] == ["u-1", "u-2"]
+
+
+def test_the_feed_link_filters_to_the_session(as_role, calls):
+    response = as_role("viewer").get("/traces?time_range=24h&session_id=s-1")
+    assert {t.session_id for t in response.context["rows"]} == {"s-1"} and len(response.context["rows"]) == 2
+
+
+def test_an_outsider_sees_no_sessions_or_users(as_role, calls):
+    client = as_role("outsider")
+    assert client.get("/sessions?time_range=7d").context["groups"] == []
+    assert client.get("/users?time_range=7d").context["groups"] == []
+    response = client.get("/sessions/s-1")
+    assert response.status_code == 200 and response.context["turns"] == []
+
+
+def test_a_bad_time_range_is_a_form_error(as_role, calls):
+    response = as_role("viewer").get("/sessions?time_range=forever")
+    assert response.status_code == 400 and response.context["form"].errors["time_range"]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_a_session_reads_as_a_conversation(as_role, role, calls):
+    response = as_role(role).get("/sessions/s-1")
+    assert response.status_code == 200
+    turns = response.context["turns"]
+    assert [(t["prompt"], t["reply"]) for t in turns] == [("What is 2+2?", "4"), ("And 3+3?", "6")]
+    assert "/traces?session_id=s-1" in response.content.decode()

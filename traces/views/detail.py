@@ -1,0 +1,83 @@
+"""`/traces/<id>`: one trace (request, response, cost, routing decisions, deliveries) and the retry
+of a delivery, through `delivery.services.delivery_replay` as the API's replay (audited there)."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from accounts.access import DashboardRequest, team_view
+from accounts.roles import Permission
+from delivery.selectors import trace_deliveries
+from delivery.services import REPLAYABLE, NotReplayable, delivery_replay
+from traces.models import Trace
+from traces.selectors import trace_get
+
+FOLD_LINES = 40  # longer JSON (or longer than FOLD_CHARS) is folded in a <details>
+FOLD_CHARS = 3000
+
+
+def usd(value: Decimal | None) -> str:
+    """$0.00006, not $0.0000600000 (the column keeps ten places)."""
+    return "" if value is None else f"${value.normalize():f}"
+
+
+def pretty(value: Any) -> dict[str, Any]:
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+    lines = text.count("\n") + 1
+    return {
+        "text": text,
+        "lines": lines,
+        "folded": lines > FOLD_LINES or len(text) > FOLD_CHARS,
+        "empty": value is None,
+    }
+
+
+def _trace_or_404(request: DashboardRequest, trace_id: str) -> Trace:
+    trace = trace_get(team_id=request.team.pk, trace_id=trace_id)
+    if trace is None:
+        raise Http404("No such trace in this team.")
+    return trace
+
+
+@team_view()
+def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
+    trace = _trace_or_404(request, trace_id)
+    decisions = list(trace.routing or ())
+    deliveries = trace_deliveries(trace.pk)
+    context = {
+        "trace": trace,
+        "cost": usd(trace.cost),
+        "client_cost": usd(trace.client_cost),
+        "input": pretty(trace.input),
+        "output": pretty(trace.output),
+        "metadata": pretty(trace.metadata) if trace.metadata else None,
+        "kept": [d for d in decisions if d.get("kept")],
+        "sampled_out": [d for d in decisions if not d.get("kept")],
+        "deliveries": deliveries,
+        "replayable": {str(s) for s in REPLAYABLE},
+    }
+    return render(request, "traces/detail.html", context)
+
+
+@require_POST
+@team_view(Permission.REPLAY_DELIVERIES)
+def delivery_retry(request: DashboardRequest, trace_id: str, delivery_id: int) -> HttpResponse:
+    trace = _trace_or_404(request, trace_id)
+    delivery = next((d for d in trace_deliveries(trace.pk) if d.pk == delivery_id), None)
+    if delivery is None:
+        raise Http404("No such delivery of this trace.")
+    user = request.user.get_username()
+    try:
+        delivery_replay(delivery=delivery, actor=f"user:{user}")
+    except NotReplayable as exc:
+        messages.error(request, f"Not retried: {exc}.")
+    else:
+        messages.success(request, f"Delivery to {delivery.destination} queued again.")
+    return redirect("trace-detail", trace_id=trace.trace_id)

@@ -1,0 +1,90 @@
+"""The feed's filter form: it only renders the fields and shows errors next to them. What a value
+means, and whether it is valid, is `traces.filters.parse_trace_filter`'s business (the API's too)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+from urllib.parse import urlencode
+
+from django import forms
+from django.http import QueryDict
+
+from traces.filters import FilterError, TraceFilter, parse_trace_filter
+
+STATUS_CHOICES = [("", "Any status"), ("success", "Success"), ("error", "Failed"), ("rate_limited", "Rate limited")]
+RANGE_CHOICES = [
+    ("", "Any time"),
+    ("1h", "Last hour"),
+    ("24h", "Last 24 hours"),
+    ("7d", "Last 7 days"),
+    ("custom", "Custom"),
+]
+# Query parameters of the feed that are not filters (pagination and the live poll).
+PAGING = ("cursor", "after", "paused")
+
+
+def _text(label: str, placeholder: str = "", **kwargs: Any) -> forms.CharField:
+    attrs = {"placeholder": placeholder} if placeholder else {}
+    return forms.CharField(label=label, required=False, widget=forms.TextInput(attrs=attrs), **kwargs)
+
+
+class FeedFilterForm(forms.Form):
+    model = _text("Model", "gpt-4o or gpt-4*")
+    provider = _text("Provider", "openai")
+    status = forms.CharField(label="Status", required=False, widget=forms.Select(choices=STATUS_CHOICES))
+    time_range = forms.CharField(label="Time range", required=False, widget=forms.Select(choices=RANGE_CHOICES))
+    since = _text("From", "2026-01-31T12:00Z")
+    until = _text("Until", "2026-01-31T13:00Z")
+    cost_min = _text("Cost from (USD)", "0.01")
+    cost_max = _text("Cost up to (USD)")
+    latency_min = _text("Latency from (ms)", "1000")
+    latency_max = _text("Latency up to (ms)")
+    destination = _text("Destination", "langfuse")
+    tag = _text("Tag")
+    metadata = _text("Metadata", "key=value")
+    environment = _text("Environment", "production")
+    session_id = _text("Session")
+    user_id = _text("User")
+
+    def __init__(self, params: QueryDict) -> None:
+        data = params.copy()
+        # `metadata.<key>=<value>` (the API's form, and what a shared URL carries) shows as "key=value".
+        pairs = [f"{k[len('metadata.') :]}={v}" for k, v in params.items() if k.startswith("metadata.")]
+        if pairs and not params.get("metadata"):
+            data["metadata"] = pairs[0]
+        super().__init__(data)
+
+    def filter_params(self) -> dict[str, list[str]]:
+        """The submitted filters as the API names them, blanks dropped (the shareable query)."""
+        params = cast(QueryDict, self.data)
+        out: dict[str, list[str]] = {}
+        for name, values in params.lists():
+            if name in PAGING or name == "metadata":
+                continue
+            kept = [v for v in values if v.strip()]
+            if kept:
+                out[name] = kept
+        meta = params.get("metadata", "").strip()
+        if meta:
+            key, sep, value = meta.partition("=")
+            for name in [n for n in out if n.startswith("metadata.")]:
+                del out[name]  # the form's field replaces the URL's pair
+            out[f"metadata.{key.strip()}" if sep else "metadata."] = [value.strip()]
+        return out
+
+    def query(self) -> str:
+        return urlencode(self.filter_params(), doseq=True)
+
+    def trace_filter(self) -> TraceFilter | None:
+        """The parsed filter, or None with the error added next to its field."""
+        self.full_clean()  # the fields are free text: this only sets up the error lists
+        params = self.filter_params()
+        if "metadata." in params:
+            self.add_error("metadata", "Write it as key=value.")
+            return None
+        try:
+            return parse_trace_filter(params, blank_is_absent=True)
+        except FilterError as exc:
+            field = "metadata" if exc.param.startswith("metadata.") else exc.param
+            self.add_error(field if field in self.fields else None, exc.message)
+            return None
