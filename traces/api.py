@@ -120,6 +120,17 @@ FILTER_PARAMETERS = [
     OpenApiParameter(
         "time_range", str, enum=["1h", "24h", "7d", "30d"], description="The last hour, day, week or month."
     ),
+    OpenApiParameter(
+        "unpriced",
+        bool,
+        description="`true`: only traces whose model has no price (their cost is unknown, not $0); "
+        "`false`: only priced ones.",
+    ),
+    OpenApiParameter(
+        "usage_estimated",
+        bool,
+        description="`true`: only traces whose token usage was missing and has been estimated; `false`: the others.",
+    ),
 ]
 
 
