@@ -53,6 +53,8 @@ def raw_reasons(trace_filter: TraceFilter, group_by: str | None) -> list[str]:
         reasons.append("a destination filter")
     if trace_filter.metadata:
         reasons.append("a metadata filter")
+    if trace_filter.unpriced is not None or trace_filter.usage_estimated is not None:
+        reasons.append("an unpriced or usage_estimated filter")
     if group_by in ("user", "destination"):
         reasons.append(f"group_by={group_by}")
     dims = _dimension_filters(trace_filter)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conditions import ALWAYS, Bindings, CelPredicate
+from .conditions import ALWAYS, UNPRICED_REASON, Bindings, CelPredicate
 from .conditions import Predicate as CompiledPredicate
 
 Predicate = Callable[[Mapping[str, Any]], bool]
@@ -232,11 +232,14 @@ def route(ctx: Mapping[str, Any], routing: CompiledRouting, *, explain: bool = F
                 evaluations.append(RuleEvaluation(rule.name, rule.priority, None, "disabled"))
             continue
         ok, error = _check(rule.predicate, ctx, bindings)
-        if error is not None:
+        if error is not None and error != UNPRICED_REASON:  # an unknown cost is a fact, not a fault
             errors.append((rule.name, error))
         if not ok:
             if explain:
-                why = f"condition error, counted as no match: {error}" if error else "condition did not match"
+                if error == UNPRICED_REASON:
+                    why = f"condition did not match: {error}"
+                else:
+                    why = f"condition error, counted as no match: {error}" if error else "condition did not match"
                 evaluations.append(RuleEvaluation(rule.name, rule.priority, False, why))
             continue
         matched.append(rule.name)

@@ -125,6 +125,17 @@ FILTER_PARAMETERS = [
         enum=["1h", "24h", "7d", "30d", "custom"],
         description="The last hour, day, week or month; `custom`: only `since`/`until`.",
     ),
+    OpenApiParameter(
+        "unpriced",
+        bool,
+        description="`true`: only traces whose model has no price (their cost is unknown, not $0); "
+        "`false`: only priced ones.",
+    ),
+    OpenApiParameter(
+        "usage_estimated",
+        bool,
+        description="`true`: only traces whose token usage was missing and has been estimated; `false`: the others.",
+    ),
 ]
 
 

@@ -45,6 +45,8 @@ FILTER_PARAMS = (
     "since",
     "until",
     "time_range",
+    "unpriced",
+    "usage_estimated",
 )
 MAX_TEXT = 200
 
@@ -73,6 +75,8 @@ class TraceFilter:
     user_id: str = ""
     since: datetime | None = None
     until: datetime | None = None
+    unpriced: bool | None = None
+    usage_estimated: bool | None = None
 
     def apply(self, qs: QuerySet[Any]) -> QuerySet[Any]:
         if self.model:
@@ -109,6 +113,10 @@ class TraceFilter:
             qs = qs.filter(timestamp__gte=self.since)
         if self.until is not None:
             qs = qs.filter(timestamp__lt=self.until)
+        if self.unpriced is not None:
+            qs = qs.filter(unpriced=self.unpriced)
+        if self.usage_estimated is not None:
+            qs = qs.filter(usage_estimated=self.usage_estimated)
         return qs
 
 
@@ -191,6 +199,8 @@ def parse_trace_filter(
         raise FilterError("since", "Must be earlier than until.")
     values["since"] = since
     values["until"] = until
+    values["unpriced"] = _bool(lists, "unpriced")
+    values["usage_estimated"] = _bool(lists, "usage_estimated")
     return TraceFilter(**values)
 
 
@@ -235,6 +245,17 @@ def _many(lists: dict[str, list[str]], name: str) -> tuple[str, ...]:
             if part:
                 out.append(part)
     return tuple(dict.fromkeys(out))
+
+
+def _bool(lists: dict[str, list[str]], name: str) -> bool | None:
+    value = _one(lists, name)
+    if value is None:
+        return None
+    if value.lower() in ("true", "1"):
+        return True
+    if value.lower() in ("false", "0"):
+        return False
+    raise FilterError(name, "Use true or false.")
 
 
 def _decimal(lists: dict[str, list[str]], name: str) -> Decimal | None:

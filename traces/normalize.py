@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -25,6 +25,12 @@ from .pricing import PRICE_SOURCE, infer_provider, price
 from .records import TraceRecord
 
 MAX_INT = 2_147_483_647  # Postgres integer: what the token and latency columns hold
+# The timestamps every exporter can encode (docs/api.md, Limits): not before 2000 (no negative
+# epochs, nothing a destination's retention has long dropped) and at most a day ahead (clock skew).
+# With durations capped at MAX_INT ms (~24.8 days) the end time stays far inside int64
+# nanoseconds (year 2262), protobuf fixed64 and Datadog's nanosecond fields.
+EARLIEST_TIMESTAMP = datetime(2000, 1, 1, tzinfo=UTC)
+MAX_FUTURE = timedelta(days=1)
 MAX_COST = Decimal("99999999")  # Trace.cost / client_cost: 18 digits, 10 after the point
 STATUSES = ("success", "error", "rate_limited")
 TEXT_LIMITS = {"environment": 64, "service_name": 200, "session_id": 200, "user_id": 200}
@@ -243,6 +249,11 @@ def _timestamp(value: Any, errors: _Errors) -> datetime | None:
     parsed = parse_datetime(value) if len(value) <= 64 else None
     if parsed is None:
         errors.add("timestamp", "Must be an ISO 8601 date-time, e.g. 2025-01-31T12:00:00Z.")
+        return None
+    latest = datetime.now(tz=UTC) + MAX_FUTURE
+    if not EARLIEST_TIMESTAMP <= parsed <= latest:
+        errors.add("timestamp", f"Must be between {EARLIEST_TIMESTAMP:%Y-%m-%d} and one day from now (UTC).")
+        return None
     return parsed
 
 

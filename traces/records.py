@@ -54,7 +54,8 @@ class TraceRecord:
             "total_tokens": self.total_tokens,
             "latency_ms": self.latency_ms if self.latency_ms is not None else 0,
             "time_to_first_token_ms": self.time_to_first_token_ms or 0,
-            "cost": float(self.cost) if self.cost is not None else 0.0,
+            # An unpriced trace's cost is unknown, not 0: conditions comparing it do not match.
+            "cost": float(self.cost) if self.cost is not None and not self.unpriced else None,
             "status": self.status,
             "error": self.is_error,
             "error_type": self.error_type,
@@ -66,6 +67,7 @@ class TraceRecord:
             "tags": list(self.tags),
             "metadata": dict(self.metadata),
             "unpriced": self.unpriced,
+            "usage_estimated": self.usage_estimated,
             "source": self.source,
         }
 

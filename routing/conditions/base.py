@@ -19,7 +19,9 @@ STRING_VARIABLES = frozenset(
     {"model", "provider", "status", "environment", "error_type", "error_message", "service_name", "session_id"}
     | {"user_id", "source", "id"}
 )
-BOOLEAN_VARIABLES = frozenset({"error", "unpriced"})
+BOOLEAN_VARIABLES = frozenset({"error", "unpriced", "usage_estimated"})
+# Why a condition on the cost of an unpriced trace does not match (both forms say the same).
+UNPRICED_REASON = "cost unknown: model unpriced"
 STATUSES = ("success", "error", "rate_limited")
 
 
@@ -105,8 +107,15 @@ class Bindings:
     def activation(self) -> cel.Context:
         if self._activation is None:
             names = self.names if self.names is not None else VARIABLES
-            self._activation = cel.Context(variables={n: to_cel(self.ctx[n]) for n in names if n in self.ctx})
+            self._activation = cel.Context(variables=cel_variables(self.ctx, names))
         return self._activation
+
+
+def cel_variables(ctx: Mapping[str, Any], names: frozenset[str] | tuple[str, ...]) -> dict[str, Any]:
+    """The CEL activation. An unknown cost (an unpriced model) is left out rather than given as
+    null: any use of it is then an error, so ``cost != 1`` does not match either, while
+    ``unpriced || cost > 0.5`` still does (CEL's ``||`` absorbs an error beside a true)."""
+    return {n: to_cel(ctx[n]) for n in names if n in ctx and not (n == "cost" and ctx[n] is None)}
 
 
 def to_cel(value: Any) -> Any:

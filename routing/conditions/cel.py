@@ -14,7 +14,7 @@ import cel
 
 from traces.records import TraceRecord
 
-from .base import VARIABLES, Bindings, ConditionError, Predicate, to_cel
+from .base import UNPRICED_REASON, VARIABLES, Bindings, ConditionError, Predicate, cel_variables, to_cel
 
 # CEL type names may appear as identifiers: ``type(metadata.n) == double``.
 _TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"})
@@ -42,14 +42,21 @@ class CelPredicate(Predicate):
             if isinstance(ctx, Bindings):
                 result = self.program.execute(ctx.activation())
             else:
-                result = self.program.execute({n: to_cel(ctx[n]) for n in self._names if n in ctx})
+                result = self.program.execute(cel_variables(ctx, self._names))
         except Exception as exc:  # the interpreter raises KeyError, TypeError, RuntimeError, ValueError …
+            if "cost" in self.variables and _cost_unknown(ctx):
+                return False, UNPRICED_REASON
             return False, runtime_error_message(exc)
         if result is True:
             return True, None
         if result is False:
             return False, None
         return False, f"the condition gave {_cel_type_name(result)}, not true or false"
+
+
+def _cost_unknown(ctx: Mapping[str, Any] | Bindings) -> bool:
+    values = ctx.ctx if isinstance(ctx, Bindings) else ctx
+    return "cost" in values and values["cost"] is None
 
 
 def runtime_error_message(exc: BaseException) -> str:

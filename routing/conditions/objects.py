@@ -15,6 +15,7 @@ from .base import (
     NUMERIC_VARIABLES,
     STATUSES,
     STRING_VARIABLES,
+    UNPRICED_REASON,
     Bindings,
     ConditionError,
     Predicate,
@@ -51,6 +52,8 @@ class ObjectPredicate(Predicate):
         values = ctx.ctx if isinstance(ctx, Bindings) else ctx
         for test in self.tests:
             if not test(values):
+                if getattr(test, "key", None) == "cost" and values.get("cost") is None:
+                    return False, UNPRICED_REASON
                 return False, None
         return True, None
 
@@ -114,6 +117,7 @@ def _number_test(key: str, value: Any) -> Test:
         actual = float(actual)
         return all(op(actual, bound) for op, bound in checks)
 
+    test.key = key  # type: ignore[attr-defined]
     return test
 
 

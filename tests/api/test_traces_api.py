@@ -150,6 +150,24 @@ def test_the_feed_filters(api):
         assert sorted(t["id"] for t in r.json()["data"]) == expected, query
 
 
+def test_the_feed_finds_unpriced_and_usage_estimated_traces(api):
+    team = api.key.team
+    TraceFactory(team=team, trace_id="priced", cost="0.01")
+    TraceFactory(team=team, trace_id="unknown", cost=None, unpriced=True)
+    TraceFactory(team=team, trace_id="guessed", cost="0.02", usage_estimated=True)
+    for query, expected in [
+        ({"unpriced": "true"}, ["unknown"]),
+        ({"unpriced": "false"}, ["guessed", "priced"]),
+        ({"usage_estimated": "true"}, ["guessed"]),
+        ({"usage_estimated": "false", "unpriced": "false"}, ["priced"]),
+    ]:
+        r = api.get("/api/v1/traces", query)
+        assert r.status_code == 200, (query, r.json())
+        assert sorted(t["id"] for t in r.json()["data"]) == expected, query
+    r = api.get("/api/v1/traces", {"unpriced": "sometimes"})
+    assert r.status_code == 400 and r.json()["parameter"] == "unpriced"
+
+
 @pytest.mark.parametrize(
     ("query", "param"),
     [

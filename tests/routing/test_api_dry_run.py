@@ -91,6 +91,28 @@ def test_cost_conditions_see_the_computed_cost(api, rules):
     assert "expensive" in result["matched_rules"]
 
 
+def test_an_unpriced_trace_is_not_routed_as_costing_nothing(api, rules):
+    body = api.post(
+        URL,
+        {
+            "traces": [{"id": "mystery", "model": "no-such-model-anywhere", "prompt_tokens": 10}],
+            "rules": [
+                {"name": "cheap", "condition": "cost < 0.5", "destination": "lf-prod"},
+                {"name": "cheap object", "condition": {"cost": "<0.5"}, "destination": "lf-prod"},
+                {"name": "unknown", "condition": {"unpriced": True}, "destination": "audit-hook"},
+            ],
+        },
+        format="json",
+    ).json()
+    (result,) = body["results"]
+    assert result["trace"]["cost"] is None and result["trace"]["unpriced"] is True
+    assert result["destinations"] == ["audit-hook"]
+    reasons = {e["rule"]: e["reason"] for e in result["evaluations"]}
+    assert reasons["cheap"] == "condition did not match: cost unknown: model unpriced"
+    assert reasons["cheap object"] == "condition did not match: cost unknown: model unpriced"
+    assert result["errors"] == []
+
+
 def test_it_takes_a_list_of_traces(api, rules):
     traces = [
         {"id": "a", "model": "gpt-4o", "metadata": {"env": "prod"}},

@@ -173,9 +173,36 @@ def test_number_comparisons(key, value, expected):
     assert matches({key: value}) is expected
 
 
-def test_a_trace_without_cost_compares_as_zero():
-    assert matches({"cost": "==0"}, cost=None)
-    assert not matches({"cost": ">0"}, cost=None)
+@pytest.mark.parametrize(
+    "cond",
+    [
+        {"cost": "==0"},
+        {"cost": ">0.5"},
+        {"cost": "<0.5"},
+        {"cost": "!=1"},
+        "cost == 0.0",
+        "cost > 0.5",
+        "cost < 0.5",
+        "!(cost > 0.5)",
+    ],
+)
+def test_an_unpriced_cost_does_not_compare_as_a_number(cond):
+    assert not matches(cond, cost=None, unpriced=True)
+    assert not matches(cond, cost=Decimal("0"), unpriced=True)  # a stored 0 of an unpriced trace is unknown too
+    matched, error = compile_condition(cond).evaluate(ctx(cost=None, unpriced=True))
+    assert (matched, error) == (False, "cost unknown: model unpriced")
+
+
+@pytest.mark.parametrize("cond", [{"unpriced": True}, "unpriced", "unpriced || cost > 0.5", "cost > 0.5 || unpriced"])
+def test_unpriced_is_a_condition_in_both_forms(cond):
+    assert matches(cond, cost=None, unpriced=True)
+    assert not matches(cond, cost=Decimal("0.06"))
+
+
+@pytest.mark.parametrize("cond", [{"usage_estimated": True}, "usage_estimated", "!usage_estimated == false"])
+def test_usage_estimated_is_a_condition_in_both_forms(cond):
+    assert matches(cond, usage_estimated=True)
+    assert not matches(cond)
 
 
 @pytest.mark.parametrize(
@@ -234,7 +261,7 @@ CEL_CASES = [
     ("cost > 0", {}, True),
     ("cost > 1", {}, False),
     ("cost < 1", {}, True),
-    ("cost == 0", {"cost": None}, True),
+    ("cost == 0", {"cost": None}, False),
     ("cost * 1000 > 5", {}, True),
     ("cost * 1000 > 100", {}, False),
     ("latency_ms / 1000 > 0.4", {}, True),

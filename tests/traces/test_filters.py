@@ -37,6 +37,8 @@ def parse(query: str):
         ("metadata.=x", "metadata."),
         ("model=" + "m" * 201, "model"),
         ("tag=a%00b", "tag"),
+        ("unpriced=maybe", "unpriced"),
+        ("usage_estimated=yes", "usage_estimated"),
     ],
 )
 def test_it_names_the_bad_parameter(query, param):

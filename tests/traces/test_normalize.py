@@ -115,6 +115,13 @@ def test_it_flags_an_unknown_model_unpriced_never_zero():
         ({"model": "m", "latency_ms": "fast"}, "latency_ms"),
         ({"model": "m", "timestamp": "yesterday"}, "timestamp"),
         ({"model": "m", "timestamp": 1700000000}, "timestamp"),
+        ({"model": "m", "timestamp": "9999-12-31T23:59:59Z"}, "timestamp"),
+        ({"model": "m", "timestamp": "0001-01-01T00:00:00Z"}, "timestamp"),
+        ({"model": "m", "timestamp": "1969-12-31T23:59:59Z"}, "timestamp"),
+        ({"model": "m", "timestamp": "1999-12-31T23:59:59Z"}, "timestamp"),
+        ({"model": "m", "timestamp": "2999-01-01T00:00:00Z"}, "timestamp"),
+        ({"model": "m", "latency_ms": 1e300}, "latency_ms"),
+        ({"model": "m", "time_to_first_token_ms": 2**31}, "time_to_first_token_ms"),
         ({"model": "m", "tags": "a,b"}, "tags"),
         ({"model": "m", "tags": ["ok", 3]}, "tags[1]"),
         ({"model": "m", "tags": [f"t{i}" for i in range(51)]}, "tags"),
@@ -131,6 +138,15 @@ def test_it_flags_an_unknown_model_unpriced_never_zero():
 )
 def test_it_refuses_bad_fields_naming_them(data, field):
     assert field in errors_of(data)
+
+
+def test_it_accepts_timestamps_at_the_edges_of_the_range():
+    from datetime import timedelta
+
+    earliest = normalize_trace({"model": "m", "timestamp": "2000-01-01T00:00:00Z", "latency_ms": 2**31 - 1}, team_id=1)
+    assert earliest.timestamp == datetime(2000, 1, 1, tzinfo=UTC)
+    soon = (datetime.now(tz=UTC) + timedelta(hours=23)).isoformat()
+    assert normalize_trace({"model": "m", "timestamp": soon}, team_id=1).timestamp is not None
 
 
 def test_it_reports_every_bad_field_at_once():
