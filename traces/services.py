@@ -18,6 +18,7 @@ from accounts.principals import KeyPrincipal
 from config.bulk import build_row, insert_rows
 from delivery.models import Delivery
 from delivery.outbox import deliveries_for, enqueue_on_commit
+from privacy.records import stored_records
 from routing.router import RoutingResult, route
 from routing.selectors import compiled_routing
 
@@ -47,6 +48,7 @@ class PendingTrace:
     record: TraceRecord
     principal: KeyPrincipal
     client_id: bool  # the client chose the id, so it may be stored already
+    pii: dict[str, Any] | None = None  # what the PII policy found before storage (the `pii` column)
 
 
 def traces_ingest(*, principal: KeyPrincipal, items: Sequence[Mapping[str, Any]], source: str) -> list[IngestResult]:
@@ -71,6 +73,10 @@ def traces_normalize(
             results[index] = IngestResult(index, None, False, exc.errors, exc.status)
             continue
         pending.append(PendingTrace(index, record, principal, item.get("id") is not None))
+    if pending:  # The team's PII policy, after normalising and before routing and storage.
+        records, found = stored_records(principal.team_id, [entry.record for entry in pending])
+        for entry, record, pii in zip(pending, records, found, strict=True):
+            entry.record, entry.pii = record, pii
     return results, pending
 
 
@@ -116,6 +122,7 @@ def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
             routing = compiled[team_id] = compiled_routing(team_id)
         result = route(record.condition_context(), routing)
         row = _row(record, entry.principal, result, now)
+        row.pii = entry.pii
         stored[(team_id, record.trace_id)] = row  # the same id again in this batch is "already stored"
         new_rows.append(row)
         deliveries.extend(deliveries_for(row, result))
