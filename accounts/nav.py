@@ -26,6 +26,7 @@ NAV: list[NavItem] = [
     NavItem("Overview", "home"),
     NavItem("API keys", "settings-api-keys", section="settings"),
     NavItem("Team", "settings-team", section="settings"),
+    NavItem("Privacy", "settings-privacy", section="settings"),
 ]
 
 

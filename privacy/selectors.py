@@ -26,7 +26,7 @@ from config import invalidation
 from .detection import BUILTIN_KINDS, compile_patterns
 from .detection.custom import CustomPattern, PatternError
 from .models import Mode, PiiPolicy
-from .policy import CompiledPolicy
+from .policy import REDACT, CompiledPolicy, transform_text
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,16 @@ def policy_as_dict(policy: PiiPolicy) -> dict[str, Any]:
         "kinds": list(policy.kinds) if policy.kinds is not None else list(BUILTIN_KINDS),
         "custom_patterns": [{"name": p["name"], "regex": p["regex"]} for p in policy.custom_patterns or []],
     }
+
+
+def scan_text(team_id: int, text: str) -> dict[str, Any]:
+    """The "try it" scan (the API's `POST /pii/scan` and the settings page): findings with the
+    team's kinds and custom patterns, and the text redacted."""
+    from .detection import scan
+
+    policy = compiled_policy(team_id, max_age=0)
+    findings = scan(text, kinds=policy.kinds, custom=policy.custom)
+    return {"findings": [f.as_dict() for f in findings], "redacted": transform_text(text, findings, REDACT)}
 
 
 def integration_names(team_id: int) -> set[str]:
