@@ -49,6 +49,7 @@ class PendingTrace:
     principal: KeyPrincipal
     client_id: bool  # the client chose the id, so it may be stored already
     pii: dict[str, Any] | None = None  # what the PII policy found before storage (the `pii` column)
+    pii_applied: bool = False  # the policy ran: a retried store must not run it on its own output
 
 
 def traces_ingest(*, principal: KeyPrincipal, items: Sequence[Mapping[str, Any]], source: str) -> list[IngestResult]:
@@ -73,16 +74,13 @@ def traces_normalize(
             results[index] = IngestResult(index, None, False, exc.errors, exc.status)
             continue
         pending.append(PendingTrace(index, record, principal, item.get("id") is not None))
-    if pending:  # The team's PII policy, after normalising and before routing and storage.
-        records, found = stored_records(principal.team_id, [entry.record for entry in pending])
-        for entry, record, pii in zip(pending, records, found, strict=True):
-            entry.record, entry.pii = record, pii
     return results, pending
 
 
 def traces_store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
     """Route and store valid traces (of any teams) in one transaction: per trace, its row and whether it
     is new (False: that team had stored that client id already, and the stored row is returned)."""
+    _apply_pii_policies(pending)
     for attempt in range(3):
         try:
             return _store(pending)
@@ -93,6 +91,20 @@ def traces_store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
                 raise
             log.info("trace id collision on ingest, retrying")
     raise AssertionError("unreachable")
+
+
+def _apply_pii_policies(pending: Sequence[PendingTrace]) -> None:
+    """Each team's PII policy, after normalising and before routing and storage (once: not again on
+    a retry). Here, not in `traces_normalize`, because this runs in a thread (the async front doors
+    normalise on the event loop, where the policy's database read is not allowed)."""
+    by_team: dict[int, list[PendingTrace]] = {}
+    for entry in pending:
+        if not entry.pii_applied:
+            by_team.setdefault(entry.principal.team_id, []).append(entry)
+    for team_id, entries in by_team.items():
+        records, found = stored_records(team_id, [entry.record for entry in entries])
+        for entry, record, pii in zip(entries, records, found, strict=True):
+            entry.record, entry.pii, entry.pii_applied = record, pii, True
 
 
 def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
