@@ -29,6 +29,7 @@ NAV: list[NavItem] = [
     NavItem("Users", "trace-users"),
     NavItem("API keys", "settings-api-keys", section="settings"),
     NavItem("Team", "settings-team", section="settings"),
+    NavItem("Privacy", "settings-privacy", section="settings"),
 ]
 
 

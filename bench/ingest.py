@@ -70,7 +70,13 @@ def trace(i: int) -> dict[str, Any]:
         "status": "error" if i % 17 == 0 else "success",
         "tags": ["bench", "checkout" if i % 2 else "search"],
         "metadata": {"customer": f"c{i % 100}", "region": "eu"},
-        "input": [{"role": "user", "content": "Summarise the order history of this customer in two lines."}],
+        "input": [
+            {
+                "role": "user",
+                "content": "Summarise the order history of this customer in two lines."
+                + (f" Their e-mail is c{i % 100}@example.org, phone +49 30 1234{i % 10000:04d}." if i % 4 == 0 else ""),
+            }
+        ],
         "output": "Two orders in March, one refund in April.",
     }
 
@@ -301,6 +307,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="Measured time per scenario.")
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--quick", action="store_true", help="One concurrency per scenario, 2 s each.")
+    parser.add_argument(
+        "--pii",
+        choices=["off", "detect", "redact", "hash", "drop"],
+        default="off",
+        help="The bench team's stored PII mode (a quarter of the traces carry an e-mail and a phone).",
+    )
     parser.add_argument("--only-otlp", action="store_true", help="Only batches of 1,000 and OTLP (to compare them).")
     args = parser.parse_args()
 
@@ -312,6 +324,13 @@ def main() -> None:
     else:
         server = Server(args.port, args.workers, "config.asgi:application")
         key = server.prepare()
+        if args.pii != "off":
+            server.manage(
+                "shell",
+                "-c",
+                "from privacy.models import PiiPolicy; from accounts.models import Team;"
+                f"PiiPolicy.objects.create(team=Team.objects.get(name='bench'), stored_mode='{args.pii}', version=1)",
+            )
         url = server.start()
     scenarios = [(1, [1, 16, 64], False), (100, [1, 4, 8], False), (1000, [1, 2, 4], False), (1000, [1, 2, 4], True)]
     if args.quick:
@@ -320,7 +339,10 @@ def main() -> None:
     if args.only_otlp:
         scenarios = [s for s in scenarios if s[0] == 1000]
     app = "" if server is None else f" serving {server.app} ({server.workers} workers)"
-    print(f"tracerelay ingest bench: {url}{app}, {os.cpu_count()} cores, {args.seconds:g} s per scenario")
+    print(
+        f"tracerelay ingest bench: {url}{app}, {os.cpu_count()} cores, {args.seconds:g} s per scenario,"
+        f" stored PII mode {args.pii}"
+    )
     sent = 0
     try:
         for batch, concurrencies, otlp in scenarios:

@@ -36,5 +36,6 @@ urlpatterns = [
     path("", include("traces.root_urls")),
     # The dashboard: accounts and settings pages (docs/dashboard.md), and its home.
     path("", include("accounts.urls")),
+    path("", include("privacy.dashboard_urls")),
     path("", home, name="home"),
 ]

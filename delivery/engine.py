@@ -37,6 +37,7 @@ from integrations.exporters.base import Exporter, ExportError, Target
 from integrations.models import Integration
 from integrations.registry import exporter_class
 from integrations.selectors import resolve_target
+from privacy.records import export_records
 from traces.models import Trace
 from traces.records import TraceRecord
 
@@ -169,6 +170,8 @@ def _send_chunk(
     present = [r for r in claimed if r["trace_id"] in records_by_trace]
     records = [records_by_trace[r["trace_id"]] for r in present]
     integration_id = sender.integration.pk if sender.integration is not None else None
+    if sender.integration is not None:  # The destination's PII policy entry, before export to it.
+        records = export_records(sender.integration.team_id, sender.integration.name, records)
     try:
         sender.exporter.export(records)
     except ExportError as exc:

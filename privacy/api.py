@@ -15,9 +15,7 @@ from config.jsonbody import request_json
 from config.problems import PROBLEM_CONTENT_TYPE, Problem, ProblemSerializer, problem_responses, validation_problem
 
 from . import selectors, services
-from .detection import scan
 from .models import PiiPolicy
-from .policy import REDACT, transform_text
 from .serializers import PiiPolicyOutSerializer, PiiPolicySerializer, PiiScanResultSerializer, PiiScanSerializer
 from .validation import clean_policy
 
@@ -145,8 +143,4 @@ class PiiScanView(APIView):
             raise validation_problem({"text": ["Send the text to scan as a string."]}, title="Invalid scan request")
         if len(text) > MAX_SCAN_CHARS:
             raise Problem(413, "payload-too-large", f"text: at most {MAX_SCAN_CHARS:,} characters; got {len(text):,}.")
-        policy = selectors.compiled_policy(team_id, max_age=0)
-        findings = scan(text, kinds=policy.kinds, custom=policy.custom)
-        return Response(
-            {"findings": [f.as_dict() for f in findings], "redacted": transform_text(text, findings, REDACT)}
-        )
+        return Response(selectors.scan_text(team_id, text))

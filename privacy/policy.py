@@ -27,6 +27,7 @@ DROP = "drop"
 MODES: tuple[str, ...] = (OFF, DETECT, REDACT, HASH, DROP)
 
 FIELDS: tuple[str, ...] = ("input", "output", "metadata", "error")
+MIN_BUILTIN_LEN = 6  # `a@b.co`; an IPv4 address is 7 characters, the other kinds longer
 MAX_DEPTH = 64  # deeper JSON is scanned as its JSON text
 PSEUDONYM_HEX = 12  # 48 bits: a collision within one team and kind needs ~16 million distinct values
 _DIGITS_ONLY = str.maketrans("", "", " -.()/")
@@ -103,6 +104,8 @@ class _Walk:
         self.dropped: list[str] = []
 
     def text(self, value: str) -> Any:
+        if len(value) < MIN_BUILTIN_LEN and not self.policy.custom:
+            return value  # shorter than any built-in kind's shortest value (`a@b.co`): nothing to scan
         findings = scan(value, kinds=self.policy.kinds, custom=self.policy.custom)
         if not findings:
             return value

@@ -4,7 +4,7 @@
 team and asks the shared cache for the team's policy version at most every ``max_age`` seconds
 (default `RECHECK_SECONDS`; pass 0 to ask on every call, one cache GET). A PUT forgets this
 process's copy at once and publishes the new version to the cache on commit; `forget(team_id)` is
-the hook for a pub/sub bus to make other processes drop theirs immediately too.
+the callback the invalidation bus (`config/invalidation.py`, topic `pii`) calls in every process.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from django.apps import apps
 from django.conf import settings
 from django.core.cache import cache
 
+from config import invalidation
+
 from .detection import BUILTIN_KINDS, compile_patterns
 from .detection.custom import CustomPattern, PatternError
 from .models import Mode, PiiPolicy
-from .policy import CompiledPolicy
+from .policy import REDACT, CompiledPolicy, transform_text
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,16 @@ def policy_as_dict(policy: PiiPolicy) -> dict[str, Any]:
         "kinds": list(policy.kinds) if policy.kinds is not None else list(BUILTIN_KINDS),
         "custom_patterns": [{"name": p["name"], "regex": p["regex"]} for p in policy.custom_patterns or []],
     }
+
+
+def scan_text(team_id: int, text: str) -> dict[str, Any]:
+    """The "try it" scan (the API's `POST /pii/scan` and the settings page): findings with the
+    team's kinds and custom patterns, and the text redacted."""
+    from .detection import scan
+
+    policy = compiled_policy(team_id, max_age=0)
+    findings = scan(text, kinds=policy.kinds, custom=policy.custom)
+    return {"findings": [f.as_dict() for f in findings], "redacted": transform_text(text, findings, REDACT)}
 
 
 def integration_names(team_id: int) -> set[str]:
@@ -132,6 +144,7 @@ def compiled_policy(team_id: int, *, max_age: float = RECHECK_SECONDS) -> Compil
     if entry is not None and entry.compiled.version == version:
         _remember(team_id, _Entry(entry.compiled, now))
         return entry.compiled
+    invalidation.ensure_listening()
     compiled = compile_policy(pii_policy(team_id))
     _remember(team_id, _Entry(compiled, now))
     return compiled
@@ -154,9 +167,15 @@ def forget(team_id: int | None = None) -> None:
 
 
 def publish_version(team_id: int) -> None:
-    """After a commit that changed the policy: tell every process (through the cache)."""
+    """After a commit that changed the policy: tell every process, through the cache (read by
+    ingest on every request) and the invalidation bus (which drops the other processes' compiled
+    copies at once, so delivery workers do not wait out `RECHECK_SECONDS`)."""
     forget(team_id)
+    invalidation.publish(invalidation.PII_POLICIES, team_id)
     try:
         cache.set(version_cache_key(team_id), stored_version(team_id), VERSION_TTL)
     except Exception:  # other processes notice when the old entry expires (VERSION_TTL)
         log.warning("privacy: could not publish the new policy version to the cache", exc_info=True)
+
+
+invalidation.subscribe(invalidation.PII_POLICIES, lambda team: forget(int(team) if team else None))

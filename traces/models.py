@@ -60,6 +60,9 @@ class Trace(models.Model):
     output = models.JSONField(null=True, blank=True)
     tags = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # The team's PII policy before storage (privacy/records.py): {"mode": ..., "kinds": {"EMAIL": 2}},
+    # counts per kind and never the values; null when the policy was off.
+    pii = models.JSONField(null=True, blank=True)
     environment = models.CharField(max_length=64, blank=True)
     service_name = models.CharField(max_length=200, blank=True)
     session_id = models.CharField(max_length=200, blank=True)

@@ -53,6 +53,7 @@ def trace_json(trace: Trace, *, full: bool = True) -> dict[str, Any]:
         "price_version": trace.price_version,
         "source": trace.source,
         "destinations": list(trace.destinations or ()),
+        "pii": trace.pii,
     }
     if full:
         body["input"] = trace.input
@@ -183,6 +184,11 @@ class TraceInSerializer(serializers.Serializer):
     )
 
 
+class PiiFoundSerializer(serializers.Serializer):
+    mode = serializers.ChoiceField(choices=["detect", "redact", "hash", "drop"])
+    kinds = serializers.DictField(child=serializers.IntegerField(min_value=1), help_text='e.g. {"EMAIL": 2}')
+
+
 class DecisionSerializer(serializers.Serializer):
     destination = serializers.CharField()
     rule = serializers.CharField()
@@ -220,6 +226,11 @@ class TraceSerializer(serializers.Serializer):
     price_version = serializers.CharField()
     source = serializers.ChoiceField(choices=Source.choices)  # type: ignore[assignment]  # a body field
     destinations = serializers.ListField(child=serializers.CharField(), help_text="Where it is being delivered.")
+    pii = PiiFoundSerializer(
+        allow_null=True,
+        help_text="What the team's PII policy found before storage: counts per kind, never the values; "
+        "null when the policy was off.",
+    )
 
 
 class TraceFullSerializer(TraceSerializer):

@@ -18,6 +18,7 @@ from accounts.principals import KeyPrincipal
 from config.bulk import build_row, insert_rows
 from delivery.models import Delivery
 from delivery.outbox import deliveries_for, enqueue_on_commit
+from privacy.records import stored_records
 from routing.router import RoutingResult, route
 from routing.selectors import compiled_routing
 
@@ -48,6 +49,8 @@ class PendingTrace:
     record: TraceRecord
     principal: KeyPrincipal
     client_id: bool  # the client chose the id, so it may be stored already
+    pii: dict[str, Any] | None = None  # what the PII policy found before storage (the `pii` column)
+    pii_applied: bool = False  # the policy ran: a retried store must not run it on its own output
 
 
 def traces_ingest(*, principal: KeyPrincipal, items: Sequence[Mapping[str, Any]], source: str) -> list[IngestResult]:
@@ -78,6 +81,7 @@ def traces_normalize(
 def traces_store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
     """Route and store valid traces (of any teams) in one transaction: per trace, its row and whether it
     is new (False: that team had stored that client id already, and the stored row is returned)."""
+    _apply_pii_policies(pending)
     for attempt in range(3):
         try:
             return _store(pending)
@@ -88,6 +92,20 @@ def traces_store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
                 raise
             log.info("trace id collision on ingest, retrying")
     raise AssertionError("unreachable")
+
+
+def _apply_pii_policies(pending: Sequence[PendingTrace]) -> None:
+    """Each team's PII policy, after normalising and before routing and storage (once: not again on
+    a retry). Here, not in `traces_normalize`, because this runs in a thread (the async front doors
+    normalise on the event loop, where the policy's database read is not allowed)."""
+    by_team: dict[int, list[PendingTrace]] = {}
+    for entry in pending:
+        if not entry.pii_applied:
+            by_team.setdefault(entry.principal.team_id, []).append(entry)
+    for team_id, entries in by_team.items():
+        records, found = stored_records(team_id, [entry.record for entry in entries])
+        for entry, record, pii in zip(entries, records, found, strict=True):
+            entry.record, entry.pii, entry.pii_applied = record, pii, True
 
 
 def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
@@ -117,6 +135,7 @@ def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
             routing = compiled[team_id] = compiled_routing(team_id)
         result = route(record.condition_context(), routing)
         row = _row(record, entry.principal, result, now)
+        row.pii = entry.pii
         stored[(team_id, record.trace_id)] = row  # the same id again in this batch is "already stored"
         new_rows.append(row)
         deliveries.extend(deliveries_for(row, result))
