@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('traces', '0004_trace_fk_indexes_dropped'),
+        ('traces', '0005_trace_session_user_indexes'),
     ]
 
     operations = [
