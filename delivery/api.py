@@ -78,6 +78,10 @@ class DeliveryListQuery(serializers.Serializer):
         empty = [str(name) for name, value in self.initial_data.items() if name in self.fields and value == ""]
         if empty:
             raise serializers.ValidationError({name: ["Must not be empty."] for name in empty})
+        # As on the trace feed: a mistyped filter must not silently list everything.
+        unknown = sorted(str(name) for name in self.initial_data if name not in self.fields)
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown parameter."] for name in unknown})
         if attrs.get("since") and attrs.get("until") and attrs["since"] >= attrs["until"]:
             raise serializers.ValidationError({"since": ["Must be earlier than until."]})
         return attrs

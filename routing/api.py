@@ -11,7 +11,13 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,6 +34,7 @@ from .models import RoutingRule, RuleSet, SamplingPolicy
 from .serializers import (
     MAX_TEST_TRACES,
     RoutingRuleOutSerializer,
+    RoutingRuleSerializer,
     RoutingRuleSetOutSerializer,
     RoutingRuleSetSerializer,
     RoutingTestRequestSerializer,
@@ -229,7 +236,13 @@ class RoutingRulesView(APIView):
         'missing from the body are deleted. The body is `{"rules": [...]}` or a bare list. Needs a production '
         "key (scope `rules:write`). Send `If-Match` with the ETag of your GET to refuse lost updates (412).",
         parameters=[IF_MATCH, etag_header("rules")],
-        request=RoutingRuleSetSerializer,
+        # Either shape is read the same way (RoutingRuleSetSerializer.to_internal_value): say so.
+        request=PolymorphicProxySerializer(
+            component_name="RoutingRuleSetBody",
+            serializers=[RoutingRuleSetSerializer, RoutingRuleSerializer(many=True)],
+            resource_type_field_name=None,
+            many=False,
+        ),
         responses={
             200: RoutingRuleSetOutSerializer,
             **problem_responses(401, 403, 412, 415),

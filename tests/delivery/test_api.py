@@ -90,6 +90,8 @@ def test_it_pages_with_a_cursor(api, team):
         ({"since": "yesterday"}, "since"),
         ({"until": ""}, "until"),
         ({"since": "2025-01-02T00:00:00Z", "until": "2025-01-01T00:00:00Z"}, "since"),
+        ({"stauts": "dead"}, "stauts"),  # a typo must not list everything
+        ({"": "0"}, ""),
     ],
 )
 def test_it_rejects_bad_query_parameters_with_a_problem(api, params, field):
