@@ -53,6 +53,7 @@ class Command(BaseCommand):
         out = self.stdout.write
         out("")
         out(f"tracerelay is running at {url}/")
+        out(f"  dashboard    {url}/login   (sign in as {ADMIN_USERNAME}, or make an account at {url}/signup)")
         out(f"  API docs     {url}/api/v1/docs/")
         if password:
             out(f"  admin        {url}/admin/   login: {ADMIN_USERNAME} / {password}")
