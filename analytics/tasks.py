@@ -10,7 +10,7 @@ from celery import shared_task
 from celery.signals import beat_init
 from django.conf import settings
 
-from config.celery import Queue
+from config.celery import Queue, ensure_interval_task
 
 from . import retention, rollups
 
@@ -36,26 +36,12 @@ def enforce_retention() -> None:
 
 
 def ensure_schedules() -> None:
-    """Write both periodic tasks (django-celery-beat), as routing.tasks does for the sweeper."""
-    from django_celery_beat.models import IntervalSchedule, PeriodicTask
-
-    for name, task, every in (
-        (FOLD_TASK_NAME, "analytics.fold", max(1, round(float(settings.TRACERELAY_ANALYTICS_FOLD_INTERVAL_S)))),
-        (RETENTION_TASK_NAME, "analytics.retention", RETENTION_EVERY_S),
-    ):
-        interval = IntervalSchedule.objects.filter(every=every, period=IntervalSchedule.SECONDS).order_by("pk").first()
-        if interval is None:
-            interval = IntervalSchedule.objects.create(every=every, period=IntervalSchedule.SECONDS)
-        PeriodicTask.objects.update_or_create(
-            name=name,
-            defaults={
-                "task": task,
-                "interval": interval,
-                "queue": str(Queue.INGEST),
-                "expire_seconds": every,  # a late run is useless: the next one is coming
-                "enabled": True,
-            },
-        )
+    """Write both periodic tasks (django-celery-beat), as delivery.tasks does for the sweeper."""
+    fold_every = max(1, round(float(settings.TRACERELAY_ANALYTICS_FOLD_INTERVAL_S)))
+    ensure_interval_task(name=FOLD_TASK_NAME, task="analytics.fold", every=fold_every, queue=Queue.INGEST)
+    ensure_interval_task(
+        name=RETENTION_TASK_NAME, task="analytics.retention", every=RETENTION_EVERY_S, queue=Queue.INGEST
+    )
 
 
 @beat_init.connect

@@ -17,3 +17,27 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("tracerelay")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+def ensure_interval_task(*, name: str, task: str, every: int, queue: Queue) -> None:
+    """Write (or update) a django-celery-beat periodic task that runs `task` every `every` seconds.
+
+    Called when beat starts, so a schedule exists whatever the database's history (a fresh install,
+    a flushed test database) and follows its setting.
+    """
+    # Imported here: this module is loaded before Django's apps, and workers never need the beat models.
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+    interval = IntervalSchedule.objects.filter(every=every, period=IntervalSchedule.SECONDS).order_by("pk").first()
+    if interval is None:  # (the admin may have made duplicates: get_or_create would then fail)
+        interval = IntervalSchedule.objects.create(every=every, period=IntervalSchedule.SECONDS)
+    PeriodicTask.objects.update_or_create(
+        name=name,
+        defaults={
+            "task": task,
+            "interval": interval,
+            "queue": str(queue),
+            "expire_seconds": every,  # a late run is useless: the next one is coming
+            "enabled": True,
+        },
+    )

@@ -16,7 +16,7 @@ from celery.signals import beat_init, worker_process_shutdown
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from config.celery import Queue
+from config.celery import Queue, ensure_interval_task
 
 from .client import close_http_client
 from .engine import deliver_batch
@@ -62,28 +62,9 @@ def sweep_outbox() -> None:
 
 
 def ensure_sweeper_schedule() -> None:
-    """Write the sweeper's periodic task (django-celery-beat) with the configured interval.
-
-    Called when beat starts, so the schedule exists whatever the database's history (a fresh
-    install, a flushed test database) and follows TRACERELAY_OUTBOX_SWEEP_INTERVAL_S.
-    """
-    # Imported here: beat_init is the only caller, and workers never need the beat models.
-    from django_celery_beat.models import IntervalSchedule, PeriodicTask
-
+    """Write the sweeper's periodic task with TRACERELAY_OUTBOX_SWEEP_INTERVAL_S."""
     every = max(1, round(float(settings.TRACERELAY_OUTBOX_SWEEP_INTERVAL_S)))
-    interval = IntervalSchedule.objects.filter(every=every, period=IntervalSchedule.SECONDS).order_by("pk").first()
-    if interval is None:  # (the admin may have made duplicates: get_or_create would then fail)
-        interval = IntervalSchedule.objects.create(every=every, period=IntervalSchedule.SECONDS)
-    PeriodicTask.objects.update_or_create(
-        name=SWEEPER_TASK_NAME,
-        defaults={
-            "task": SWEEP_TASK,
-            "interval": interval,
-            "queue": str(Queue.DELIVERY),
-            "expire_seconds": every,  # a late sweep is useless: the next one is coming
-            "enabled": True,
-        },
-    )
+    ensure_interval_task(name=SWEEPER_TASK_NAME, task=SWEEP_TASK, every=every, queue=Queue.DELIVERY)
 
 
 @beat_init.connect
