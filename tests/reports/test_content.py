@@ -13,7 +13,9 @@ import pytest
 from pypdf import PdfReader
 
 from analytics import rollups
-from reports.content import report_content
+from analytics.breakdown import Row
+from analytics.stats import Stats
+from reports.content import Content, report_content
 from reports.definition import parse_definition
 from reports.render import CSV_COLUMNS, csv_bytes, pdf_bytes
 
@@ -42,7 +44,9 @@ def dataset(django_db_setup, django_db_blocker):
 
 
 def _content(team: Any, **definition: Any) -> Any:
-    d = parse_definition({"name": "Weekly <cost> & more", "since": SINCE.isoformat(), "until": NOW.isoformat(), **definition})
+    d = parse_definition(
+        {"name": "Weekly <cost> & more", "since": SINCE.isoformat(), "until": NOW.isoformat(), **definition}
+    )
     return report_content(team_id=team.id, team_name=team.name, definition=d, since=SINCE, until=NOW)
 
 
@@ -108,10 +112,6 @@ def test_the_csv_matches_a_recount(dataset, group_by, key_of, filters):
 
 def test_the_csv_neutralises_formulas_in_group_names(dataset):
     team, _ = dataset
-    from reports.content import Content
-    from analytics.breakdown import Row
-    from analytics.stats import Stats
-
     content = _content(team)
     content = Content(**{**content.__dict__, "rows": [Row("2026-11-20T00:00:00Z", "=HYPERLINK(1)", Stats())]})
     assert _rows(csv_bytes(content))[0]["group"] == "'=HYPERLINK(1)"
@@ -139,7 +139,11 @@ def test_an_empty_period_still_renders(dataset):
     team, _ = dataset
     d = parse_definition({"name": "Nothing", "since": "2020-01-01T00:00:00Z", "until": "2020-01-02T00:00:00Z"})
     content = report_content(
-        team_id=team.id, team_name=team.name, definition=d, since=d.since, until=d.until  # type: ignore[arg-type]
+        team_id=team.id,
+        team_name=team.name,
+        definition=d,
+        since=d.since,
+        until=d.until,  # type: ignore[arg-type]
     )
     rows = _rows(csv_bytes(content))
     assert rows and all(r["count"] == "0" and r["cost"] == "0" and r["p50_ms"] == "" for r in rows)
