@@ -28,6 +28,7 @@ NAV: list[NavItem] = [
     NavItem("Sessions", "trace-sessions"),
     NavItem("Users", "trace-users"),
     NavItem("Reports", "reports"),
+    NavItem("Alerts", "alerts"),
     NavItem("API keys", "settings-api-keys", section="settings"),
     NavItem("Team", "settings-team", section="settings"),
     NavItem("Privacy", "settings-privacy", section="settings"),

@@ -1,7 +1,7 @@
 """What each team role may do in the dashboard: the one place these rules live.
 
 Roles nest: a viewer reads (and downloads reports); a member also sends test traces, replays
-deliveries and runs reports; an admin also manages rules, integrations, API keys and reports; an
+deliveries and runs reports; an admin also manages rules, integrations, API keys, reports and alerts; an
 owner also manages members. Views ask through
 `accounts.access.team_view(Permission.X)`; templates through `membership.may.X` (see `Abilities`).
 """
@@ -30,6 +30,7 @@ class Permission(StrEnum):
     MANAGE_MEMBERS = "manage_members"
     RUN_REPORTS = "run_reports"
     MANAGE_REPORTS = "manage_reports"
+    MANAGE_ALERTS = "manage_alerts"
 
 
 _VIEWER = frozenset({Permission.READ})
@@ -39,6 +40,7 @@ _ADMIN = _MEMBER | {
     Permission.MANAGE_INTEGRATIONS,
     Permission.MANAGE_KEYS,
     Permission.MANAGE_REPORTS,
+    Permission.MANAGE_ALERTS,
 }
 _OWNER = _ADMIN | {Permission.MANAGE_MEMBERS}
 
@@ -52,7 +54,7 @@ ROLE_PERMISSIONS: dict[str, frozenset[Permission]] = {
 ROLE_DESCRIPTIONS: dict[str, str] = {
     Role.VIEWER: "Reads traces, rules, integrations and keys.",
     Role.MEMBER: "Also sends test traces, replays deliveries and runs reports.",
-    Role.ADMIN: "Also manages rules, integrations, API keys and reports.",
+    Role.ADMIN: "Also manages rules, integrations, API keys, reports and alerts.",
     Role.OWNER: "Also manages members and their roles.",
 }
 

@@ -180,8 +180,8 @@ def evaluate(alert_id: int, now: datetime) -> Outcome:
 
 
 def recipients(alert: Alert) -> list[str]:
-    """The alert's addresses; for the built-in alert, the team's owners and admins."""
-    if alert.builtin:
+    """The alert's addresses; for the built-in alert without any, the team's owners and admins."""
+    if alert.builtin and not alert.emails:
         emails = Membership.objects.filter(team_id=alert.team_id, role__in=[Role.OWNER, Role.ADMIN]).values_list(
             "user__email", flat=True
         )

@@ -40,5 +40,6 @@ urlpatterns = [
     path("", include("accounts.urls")),
     path("", include("privacy.dashboard_urls")),
     path("", include("reports.dashboard_urls")),
+    path("", include("alerts.dashboard_urls")),
     path("", home, name="home"),
 ]
