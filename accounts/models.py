@@ -60,6 +60,10 @@ class Scope(models.TextChoices):
     PROXY = "proxy"
     PII_READ = "pii:read"
     PII_WRITE = "pii:write"
+    REPORTS_READ = "reports:read"
+    REPORTS_WRITE = "reports:write"
+    ALERTS_READ = "alerts:read"
+    ALERTS_WRITE = "alerts:write"
 
 
 ENVIRONMENT_SCOPES: dict[str, frozenset[str]] = {
@@ -75,6 +79,8 @@ ENVIRONMENT_SCOPES: dict[str, frozenset[str]] = {
             Scope.DELIVERIES_READ,
             Scope.PROXY,
             Scope.PII_READ,
+            Scope.REPORTS_READ,
+            Scope.ALERTS_READ,
         }
     ),
     Environment.CI: frozenset({Scope.INGEST, Scope.TRACES_READ, Scope.PROXY}),

@@ -1,7 +1,8 @@
 """What each team role may do in the dashboard: the one place these rules live.
 
-Roles nest: a viewer reads; a member also sends test traces and replays deliveries; an admin also
-manages rules, integrations and API keys; an owner also manages members. Views ask through
+Roles nest: a viewer reads (and downloads reports); a member also sends test traces, replays
+deliveries and runs reports; an admin also manages rules, integrations, API keys, reports and alerts; an
+owner also manages members. Views ask through
 `accounts.access.team_view(Permission.X)`; templates through `membership.may.X` (see `Abilities`).
 """
 
@@ -27,11 +28,20 @@ class Permission(StrEnum):
     MANAGE_INTEGRATIONS = "manage_integrations"
     MANAGE_KEYS = "manage_keys"
     MANAGE_MEMBERS = "manage_members"
+    RUN_REPORTS = "run_reports"
+    MANAGE_REPORTS = "manage_reports"
+    MANAGE_ALERTS = "manage_alerts"
 
 
 _VIEWER = frozenset({Permission.READ})
-_MEMBER = _VIEWER | {Permission.SEND_TEST_TRACES, Permission.REPLAY_DELIVERIES}
-_ADMIN = _MEMBER | {Permission.MANAGE_RULES, Permission.MANAGE_INTEGRATIONS, Permission.MANAGE_KEYS}
+_MEMBER = _VIEWER | {Permission.SEND_TEST_TRACES, Permission.REPLAY_DELIVERIES, Permission.RUN_REPORTS}
+_ADMIN = _MEMBER | {
+    Permission.MANAGE_RULES,
+    Permission.MANAGE_INTEGRATIONS,
+    Permission.MANAGE_KEYS,
+    Permission.MANAGE_REPORTS,
+    Permission.MANAGE_ALERTS,
+}
 _OWNER = _ADMIN | {Permission.MANAGE_MEMBERS}
 
 ROLE_PERMISSIONS: dict[str, frozenset[Permission]] = {
@@ -43,8 +53,8 @@ ROLE_PERMISSIONS: dict[str, frozenset[Permission]] = {
 
 ROLE_DESCRIPTIONS: dict[str, str] = {
     Role.VIEWER: "Reads traces, rules, integrations and keys.",
-    Role.MEMBER: "Also sends test traces and replays deliveries.",
-    Role.ADMIN: "Also manages rules, integrations and API keys.",
+    Role.MEMBER: "Also sends test traces, replays deliveries and runs reports.",
+    Role.ADMIN: "Also manages rules, integrations, API keys, reports and alerts.",
     Role.OWNER: "Also manages members and their roles.",
 }
 

@@ -153,9 +153,11 @@ def read_raw(
     ranges: Ranges,
     group_by: str | None,
     index_of: Callable[[int], int],
+    groups_per_interval: bool = False,
 ) -> None:
     """Count raw traces in ``ranges``: into ``series`` per interval, ``groups`` per group key over
-    the whole range, and ``rate_limited`` (counters) per interval and provider."""
+    the whole range (or per interval too, ``groups_per_interval``), and ``rate_limited`` (counters)
+    per interval and provider."""
     if not ranges:
         return
     column = RAW_COLUMN[group_by] if group_by else None
@@ -169,8 +171,9 @@ def read_raw(
             rate_limited[(index, row[1])].add_trace(*args)
         if groups is not None and column is not None:
             value = row[2]
+            at = index if groups_per_interval else 0
             if isinstance(value, list):  # tags, destinations: once under each
                 for item in dict.fromkeys(v for v in value if isinstance(v, str)):
-                    groups[(0, item)].add_trace(*args)
+                    groups[(at, item)].add_trace(*args)
             else:
-                groups[(0, value)].add_trace(*args)
+                groups[(at, value)].add_trace(*args)

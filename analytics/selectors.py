@@ -73,15 +73,15 @@ def parse_query(params: Mapping[str, Any], *, now: datetime | None, limit: int |
     return AnalyticsQuery(trace_filter, interval, group_by, limit or GROUP_LIMIT_DEFAULT, tz)
 
 
-def analytics_for_team(*, team_id: int, query: AnalyticsQuery, now: datetime | None = None) -> dict[str, Any]:
-    now = now or timezone.now()
+def plan_for(query: AnalyticsQuery, now: datetime) -> planning.TimePlan:
+    """The query's range (default: the last 24 hours) cut into intervals and rollup pieces."""
     f = query.trace_filter
     until = f.until or now
     since = f.since or (until - DEFAULT_RANGE)
     if since >= until:
         raise AnalyticsError("since", "Must be earlier than until.")
     try:
-        plan = planning.make_plan(
+        return planning.make_plan(
             since=since,
             until=until,
             interval=query.interval,
@@ -91,6 +91,12 @@ def analytics_for_team(*, team_id: int, query: AnalyticsQuery, now: datetime | N
         )
     except planning.PlanError as exc:
         raise AnalyticsError(exc.param, exc.message)
+
+
+def analytics_for_team(*, team_id: int, query: AnalyticsQuery, now: datetime | None = None) -> dict[str, Any]:
+    now = now or timezone.now()
+    f = query.trace_filter
+    plan = plan_for(query, now)
     with _snapshot():
         body = _figures(team_id, query, plan)
         body["queue"] = queue_depth(team_id)

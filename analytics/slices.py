@@ -2,7 +2,7 @@
 
 The rollups hold five dimensions together (model, provider, status, environment, service), each
 of them alone, the team as a whole, and tags alone. A query whose filters and group-by touch only
-those dimensions reads rollups; one that filters by cost, latency, destination or metadata, groups
+those dimensions reads rollups; one that filters by cost, latency, destination, metadata, session or user, groups
 by user or destination, or mixes tags with anything else, counts the raw traces (bounded:
 TRACERELAY_ANALYTICS_RAW_SCAN_MAX, docs/analytics.md).
 """
@@ -55,6 +55,8 @@ def raw_reasons(trace_filter: TraceFilter, group_by: str | None) -> list[str]:
         reasons.append("a metadata filter")
     if trace_filter.unpriced is not None or trace_filter.usage_estimated is not None:
         reasons.append("an unpriced or usage_estimated filter")
+    if trace_filter.session_id or trace_filter.user_id:  # (the rollups hold neither)
+        reasons.append("a session_id or user_id filter")
     if group_by in ("user", "destination"):
         reasons.append(f"group_by={group_by}")
     dims = _dimension_filters(trace_filter)

@@ -19,6 +19,8 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("integrations.urls")),
     path("", include("traces.proxy.urls")),
     path("", include("analytics.urls")),
+    path("", include("reports.urls")),
+    path("", include("alerts.urls")),
     path("", include("traces.otlp.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
@@ -37,5 +39,7 @@ urlpatterns = [
     # The dashboard: accounts and settings pages (docs/dashboard.md), and its home.
     path("", include("accounts.urls")),
     path("", include("privacy.dashboard_urls")),
+    path("", include("reports.dashboard_urls")),
+    path("", include("alerts.dashboard_urls")),
     path("", home, name="home"),
 ]

@@ -25,6 +25,7 @@ INSTALLED_APPS = [
     "integrations",
     "analytics",
     "reports",
+    "alerts",
     "privacy",
 ]
 

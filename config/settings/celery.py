@@ -49,3 +49,12 @@ TRACERELAY_ANALYTICS_RAW_SCAN_MAX = env.int("TRACERELAY_ANALYTICS_RAW_SCAN_MAX",
 TRACERELAY_RETENTION_TRACE_DAYS = env.int("TRACERELAY_RETENTION_TRACE_DAYS", default=30)
 TRACERELAY_RETENTION_ROLLUP_DAYS = env.int("TRACERELAY_RETENTION_ROLLUP_DAYS", default=400)
 TRACERELAY_RETENTION_MINUTE_HOURS = env.int("TRACERELAY_RETENTION_MINUTE_HOURS", default=48)
+
+# Reports (reports.tasks; docs/reports.md): a failed run is tried this many times in all, waiting
+# TRACERELAY_REPORT_RETRY_DELAY_S, then twice that, between tries.
+TRACERELAY_REPORT_ATTEMPTS = env.int("TRACERELAY_REPORT_ATTEMPTS", default=3)
+TRACERELAY_REPORT_RETRY_DELAY_S = env.float("TRACERELAY_REPORT_RETRY_DELAY_S", default=60.0)
+
+# Spend alerts (alerts.evaluation; docs/alerts.md): how often beat evaluates every alert. A crossing
+# is seen within this interval plus the evaluation's time (well under the 60 s promised).
+TRACERELAY_ALERT_EVALUATE_INTERVAL_S = env.float("TRACERELAY_ALERT_EVALUATE_INTERVAL_S", default=20.0)

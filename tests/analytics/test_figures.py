@@ -113,6 +113,7 @@ def test_filters_the_rollups_answer(dataset, params, keep):
         ({"destination": "datadog"}, lambda t: "datadog" in t.destinations),
         ({"tag": "beta,search"}, lambda t: {"beta", "search"} <= set(t.tags)),
         ({"tag": "beta", "model": "gpt-4o"}, lambda t: "beta" in t.tags and t.model == "gpt-4o"),
+        ({"user_id": "u2"}, lambda t: t.user_id == "u2"),  # the rollups hold no user: once ignored
     ],
 )
 def test_filters_counted_from_raw_traces(dataset, params, keep):

@@ -16,9 +16,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from email import message_from_bytes
-from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +23,8 @@ import pytest
 import uvicorn
 from django.conf import settings
 from django.test import Client
+
+from ..fakes.smtp import Mailbox, smtp_server, use_smtp
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -194,44 +193,8 @@ _WIDER_THAN_VIEWPORT = """() => {
 # --- A real SMTP server on loopback -------------------------------------------------------------
 
 
-@dataclass
-class Mailbox:
-    messages: list[Message] = field(default_factory=list)
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # aiosmtpd's hook
-        message = message_from_bytes(envelope.content)
-        message["X-Envelope-To"] = ", ".join(envelope.rcpt_tos)
-        self.messages.append(message)
-        return "250 Message accepted for delivery"
-
-    def wait_for(self, to: str, timeout: float = 10) -> Message:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for message in self.messages:
-                if to in message["X-Envelope-To"]:
-                    return message
-            time.sleep(0.05)
-        raise AssertionError(f"no mail to {to} arrived; got {[m['To'] for m in self.messages]}")
-
-    @staticmethod
-    def body(message: Message) -> str:
-        payload = message.get_payload(decode=True)
-        assert isinstance(payload, bytes)
-        return payload.decode()
-
-
 @pytest.fixture
 def smtp(settings: Any) -> Iterator[Mailbox]:
-    from aiosmtpd.controller import Controller
-
-    sock = _free_socket()
-    port = sock.getsockname()[1]
-    sock.close()
-    mailbox = Mailbox()
-    controller = Controller(mailbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
-    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-    yield mailbox
-    controller.stop()
+    with smtp_server() as mailbox:
+        use_smtp(settings, mailbox)
+        yield mailbox

@@ -92,8 +92,8 @@ def worker_env(broker: RedisServer, e2e_dir: Path, transactional_db: None) -> di
 def start_worker(worker_env: dict[str, str], e2e_dir: Path) -> Iterator[Callable[..., CeleryWorker]]:
     workers: list[CeleryWorker] = []
 
-    def start(**env: str) -> CeleryWorker:
-        worker = CeleryWorker(e2e_dir, {**worker_env, **env}).start()
+    def start(*, queues: str = "delivery", **env: str) -> CeleryWorker:
+        worker = CeleryWorker(e2e_dir, {**worker_env, **env}, queues=queues).start()
         workers.append(worker)
         return worker
 

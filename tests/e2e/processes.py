@@ -133,16 +133,19 @@ class RedisServer(Process):
 
 
 class CeleryWorker(Process):
-    """``celery worker -Q delivery -B``: one prefork child, beat embedded (the outbox sweeper)."""
+    """``celery worker -Q delivery -B``: one prefork child, beat embedded (the outbox sweeper); other
+    ``queues`` on request."""
 
-    def __init__(self, workdir: Path, env: Mapping[str, str], *, concurrency: int = 1) -> None:
+    def __init__(
+        self, workdir: Path, env: Mapping[str, str], *, concurrency: int = 1, queues: str = "delivery"
+    ) -> None:
         argv = [
             str(VENV_BIN / "celery"),
             "-A",
             "config",
             "worker",
             "-Q",
-            "delivery",
+            queues,
             "-c",
             str(concurrency),
             "-B",

@@ -1,0 +1,174 @@
+"""What an alert asks for, checked once for the API and the dashboard form: `parse_alert` returns
+an `AlertSpec` or raises `AlertError` with errors per field (``window.minutes``, ``scope.model``,
+``notify.webhooks[0].url`` …)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+
+from integrations.urlguard import UnsafeDestination, check_url
+
+from .models import Metric, Period, WindowType
+
+SCOPE_KEYS = ("user_id", "model", "tag", "environment", "service_name")
+MAX_WINDOW_MINUTES = 31 * 24 * 60
+MAX_EMAILS = 50
+MAX_WEBHOOKS = 10
+MAX_TEXT = 200
+
+
+class AlertError(ValueError):
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        self.errors = errors
+        super().__init__(errors)
+
+
+@dataclass(frozen=True)
+class AlertSpec:
+    name: str
+    metric: str
+    threshold: Decimal
+    window_type: str
+    window_minutes: int | None = None
+    period: str = ""
+    scope: dict[str, str] = field(default_factory=dict)
+    emails: tuple[str, ...] = ()
+    webhooks: tuple[str, ...] = ()
+    enabled: bool = True
+
+    @property
+    def window(self) -> dict[str, Any]:
+        if self.window_type == WindowType.ROLLING:
+            return {"type": "rolling", "minutes": self.window_minutes}
+        return {"type": "calendar", "period": self.period}
+
+
+def parse_alert(data: Mapping[str, Any], *, base: AlertSpec | None = None) -> AlertSpec:
+    """Check all of an alert (``base`` None) or the fields ``data`` gives over ``base``."""
+    errors: dict[str, list[str]] = {}
+    values: dict[str, Any] = {} if base is None else dict(base.__dict__)
+    for key in sorted(set(data) - {"name", "metric", "threshold", "window", "scope", "notify", "enabled"}):
+        errors[key] = ["Unknown field."]
+    if base is None:
+        for key in ("name", "metric", "threshold", "window"):
+            if key not in data:
+                errors[key] = ["This field is required."]
+    if "name" in data:
+        name = data["name"]
+        if not isinstance(name, str) or not name.strip() or len(name.strip()) > MAX_TEXT or "\x00" in name:
+            errors["name"] = ["A name, 1-200 characters."]
+        else:
+            values["name"] = name.strip()
+    if "metric" in data:
+        if data["metric"] not in (Metric.COST, Metric.TOKENS):
+            errors["metric"] = ["Use cost or tokens."]
+        else:
+            values["metric"] = data["metric"]
+    if "threshold" in data:
+        try:
+            threshold = Decimal(str(data["threshold"])) if not isinstance(data["threshold"], bool) else None
+        except InvalidOperation:
+            threshold = None
+        if threshold is None or not threshold.is_finite() or threshold <= 0 or threshold >= Decimal("1e13"):
+            errors["threshold"] = ["A positive number below 10^13."]
+        else:
+            values["threshold"] = threshold
+    if "window" in data:
+        _window(data["window"], values, errors)
+    if "scope" in data:
+        _scope(data["scope"], values, errors)
+    if "notify" in data:
+        _notify(data["notify"], values, errors)
+    if "enabled" in data:
+        if not isinstance(data["enabled"], bool):
+            errors["enabled"] = ["true or false."]
+        else:
+            values["enabled"] = data["enabled"]
+    if errors:
+        raise AlertError(errors)
+    return AlertSpec(**values)
+
+
+def _window(window: Any, values: dict[str, Any], errors: dict[str, list[str]]) -> None:
+    if not isinstance(window, dict) or window.get("type") not in (WindowType.ROLLING, WindowType.CALENDAR):
+        errors["window"] = [
+            '{"type": "rolling", "minutes": N} or {"type": "calendar", "period": "day"|"week"|"month"}.'
+        ]
+        return
+    extra = set(window) - {"type", "minutes" if window["type"] == WindowType.ROLLING else "period"}
+    if extra:
+        errors["window"] = [f"Unknown for a {window['type']} window: {', '.join(sorted(extra))}."]
+        return
+    if window["type"] == WindowType.ROLLING:
+        minutes = window.get("minutes")
+        if not isinstance(minutes, int) or isinstance(minutes, bool) or not 1 <= minutes <= MAX_WINDOW_MINUTES:
+            errors["window.minutes"] = [f"Whole minutes, 1 to {MAX_WINDOW_MINUTES} (31 days)."]
+            return
+        values.update(window_type=WindowType.ROLLING, window_minutes=minutes, period="")
+    else:
+        if window.get("period") not in Period.values:
+            errors["window.period"] = ["day, week or month."]
+            return
+        values.update(window_type=WindowType.CALENDAR, window_minutes=None, period=window["period"])
+
+
+def _scope(scope: Any, values: dict[str, Any], errors: dict[str, list[str]]) -> None:
+    if scope is None:
+        values["scope"] = {}
+        return
+    if not isinstance(scope, dict):
+        errors["scope"] = [f"An object with any of {', '.join(SCOPE_KEYS)}."]
+        return
+    out = {}
+    for key, value in scope.items():
+        if key not in SCOPE_KEYS:
+            errors[f"scope.{key}"] = [f"Unknown; use {', '.join(SCOPE_KEYS)}."]
+        elif value is None or value == "":
+            continue
+        elif not isinstance(value, str) or len(value) > MAX_TEXT or "\x00" in value:
+            errors[f"scope.{key}"] = ["A string of at most 200 characters."]
+        else:
+            out[key] = value
+    values["scope"] = out
+
+
+def _notify(notify: Any, values: dict[str, Any], errors: dict[str, list[str]]) -> None:
+    if notify is None:
+        values.update(emails=(), webhooks=())
+        return
+    if not isinstance(notify, dict) or set(notify) - {"emails", "webhooks"}:
+        errors["notify"] = ['{"emails": [...], "webhooks": [{"url": ...}]}.']
+        return
+    emails = notify.get("emails") or []
+    if not isinstance(emails, list) or len(emails) > MAX_EMAILS:
+        errors["notify.emails"] = [f"A list of at most {MAX_EMAILS} addresses."]
+    else:
+        for i, address in enumerate(emails):
+            try:
+                validate_email(address if isinstance(address, str) else "")
+            except ValidationError:
+                errors[f"notify.emails[{i}]"] = [f"Not an email address: {address!r}."]
+        values["emails"] = tuple(dict.fromkeys(a.strip() for a in emails if isinstance(a, str)))
+    hooks = notify.get("webhooks") or []
+    if not isinstance(hooks, list) or len(hooks) > MAX_WEBHOOKS:
+        errors["notify.webhooks"] = [f'A list of at most {MAX_WEBHOOKS} objects like {{"url": ...}}.']
+        return
+    urls = []
+    for i, hook in enumerate(hooks):
+        url = hook.get("url") if isinstance(hook, dict) and set(hook) == {"url"} else None
+        if not isinstance(url, str) or len(url) > 2000:
+            errors[f"notify.webhooks[{i}]"] = ['An object like {"url": "https://…"}.']
+            continue
+        try:
+            check_url(url)
+        except UnsafeDestination as exc:
+            errors[f"notify.webhooks[{i}].url"] = [str(exc)]
+            continue
+        urls.append(url)
+    values["webhooks"] = tuple(dict.fromkeys(urls))

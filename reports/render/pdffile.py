@@ -1,0 +1,222 @@
+"""The PDF (reportlab): title, team and period, a summary table, cost and volume over time, the
+top models, the breakdown by the report's group, and "Page N of M" on every page."""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+from decimal import Decimal
+from typing import Any
+
+from reportlab.graphics.charts.barcharts import VerticalBarChart
+from reportlab.graphics.shapes import Drawing, String
+from reportlab.lib import colors
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
+from reportlab.lib.units import mm
+from reportlab.pdfgen.canvas import Canvas
+from reportlab.platypus import KeepTogether, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
+
+from ..content import Content
+
+ACCENT = colors.HexColor("#3b5bdb")
+GRID = colors.HexColor("#d0d5dd")
+MUTED = colors.HexColor("#667085")
+WIDTH = A4[0] - 36 * mm
+
+
+def pdf_bytes(content: Content) -> bytes:
+    buffer = io.BytesIO()
+    doc = SimpleDocTemplate(
+        buffer,
+        pagesize=A4,
+        leftMargin=18 * mm,
+        rightMargin=18 * mm,
+        topMargin=18 * mm,
+        bottomMargin=18 * mm,
+        title=content.title,
+        author="tracerelay",
+        subject=f"{content.team}: {_period(content)}",
+    )
+    doc.build(_story(content), canvasmaker=_NumberedCanvas)
+    return buffer.getvalue()
+
+
+def _story(c: Content) -> list[Any]:
+    styles = getSampleStyleSheet()
+    small = ParagraphStyle("small", parent=styles["Normal"], textColor=MUTED, fontSize=9)
+    h2 = ParagraphStyle("h2", parent=styles["Heading2"], spaceBefore=10, spaceAfter=4)
+    totals, answer = c.answer["totals"], c.answer
+    story: list[Any] = [
+        Paragraph(_escape(c.title), ParagraphStyle("title", parent=styles["Title"], alignment=0)),
+        Paragraph(f"Team <b>{_escape(c.team)}</b> · {_escape(_period(c))} · by {answer['range']['interval']}", small),
+        Spacer(1, 6 * mm),
+        Paragraph("Summary", h2),
+        _table(_summary_rows(totals, answer["latency_ms"]), header=False, widths=[WIDTH * 0.28, WIDTH * 0.22] * 2),
+    ]
+    if totals["unpriced"]:
+        story.append(
+            Paragraph(f"{totals['unpriced']:,} traces have no known price and are not in the cost figures.", small)
+        )
+    series, interval = answer["series"], answer["range"]["interval"]
+    story += [
+        Paragraph("Cost over time (USD)", h2),
+        _bar_chart([Decimal(str(p["cost"])) for p in series], [p["t"] for p in series], interval, money=True),
+        Paragraph("Volume over time (traces)", h2),
+        _bar_chart([p["count"] for p in series], [p["t"] for p in series], interval, money=False),
+    ]
+    story.append(KeepTogether([Paragraph("Top models", h2), _groups_table(c.top_models, "Model")]))
+    if c.group_by and c.group_by != "model":
+        story.append(
+            KeepTogether([Paragraph(f"By {c.group_by}", h2), _groups_table(answer["groups"] or [], c.group_by.title())])
+        )
+    if c.group_by:
+        story += [Paragraph(f"Cost by {c.group_by} and {answer['range']['interval']}", h2), _breakdown_table(c)]
+    return story
+
+
+def _summary_rows(totals: dict[str, Any], latency: dict[str, Any]) -> list[list[str]]:
+    return [
+        ["Traces", f"{totals['count']:,}", "Cost (USD)", _money(totals["cost"])],
+        ["Errors", f"{totals['errors']:,}", "Prompt tokens", f"{totals['prompt_tokens']:,}"],
+        ["Rate limited", f"{totals['rate_limited']:,}", "Completion tokens", f"{totals['completion_tokens']:,}"],
+        ["Error rate", f"{totals['error_rate'] * 100:.2f}%", "Total tokens", f"{totals['total_tokens']:,}"],
+        ["Latency p50", _ms(latency["p50"]), "Latency p95", _ms(latency["p95"])],
+        ["Latency p99", _ms(latency["p99"]), "Unpriced traces", f"{totals['unpriced']:,}"],
+    ]
+
+
+def _groups_table(groups: list[dict[str, Any]], label: str) -> Table | Paragraph:
+    if not groups:
+        return Paragraph("No traces in this period.", getSampleStyleSheet()["Normal"])
+    rows = [[label, "Traces", "Errors", "Tokens", "Cost (USD)", "p95 ms"]]
+    for g in groups:
+        rows.append(
+            [
+                _clip(g["key"]),
+                f"{g['count']:,}",
+                f"{g['errors'] + g['rate_limited']:,}",
+                f"{g['total_tokens']:,}",
+                _money(g["cost"]),
+                _ms(g["latency_ms"]["p95"]),
+            ]
+        )
+    return _table(rows, header=True, widths=[60 * mm, 20 * mm, 18 * mm, 25 * mm, 27 * mm, 24 * mm])
+
+
+def _breakdown_table(c: Content) -> Table:
+    """Periods down, the top groups across (at most six: the CSV has all of them)."""
+    keys = list(dict.fromkeys(row.group for row in c.rows))[:6]
+    interval = c.answer["range"]["interval"]
+    cells: dict[str, dict[Any, Decimal]] = defaultdict(dict)
+    for row in c.rows:
+        if row.group in keys:
+            cells[row.period_start][row.group] = row.stats.cost
+    rows = [["Period", *(_clip(k, 18) for k in keys)]]
+    for period, by_key in cells.items():
+        rows.append([_short_time(period, interval), *(_money(float(by_key.get(k, 0))) for k in keys)])
+    first = 34 * mm
+    rest = (WIDTH - first) / max(1, len(keys))
+    return _table(rows, header=True, widths=[first, *([rest] * len(keys))], font_size=7.5)
+
+
+def _bar_chart(values: list[Any], times: list[str], interval: str, *, money: bool) -> Drawing:
+    height = 55 * mm
+    drawing = Drawing(WIDTH, height)
+    if not values or not any(values):
+        drawing.add(String(WIDTH / 2, height / 2, "No traces in this period.", textAnchor="middle", fillColor=MUTED))
+        return drawing
+    chart = VerticalBarChart()
+    chart.x, chart.y = 16 * mm, 10 * mm
+    chart.width, chart.height = WIDTH - 20 * mm, height - 16 * mm
+    chart.data = [[float(v) for v in values]]
+    chart.bars[0].fillColor = ACCENT
+    chart.bars[0].strokeColor = None
+    chart.barSpacing = 0.5
+    chart.valueAxis.valueMin = 0
+    chart.valueAxis.labels.fontSize = 7
+    chart.valueAxis.labelTextFormat = (lambda v: f"${v:,.2f}") if money else (lambda v: f"{v:,.0f}")
+    step = max(1, len(times) // 8)  # at most ~8 labels along the axis
+    chart.categoryAxis.categoryNames = [_short_time(t, interval) if i % step == 0 else "" for i, t in enumerate(times)]
+    chart.categoryAxis.labels.fontSize = 7
+    chart.categoryAxis.labels.boxAnchor = "n"
+    chart.categoryAxis.tickDown = 0
+    drawing.add(chart)
+    return drawing
+
+
+def _table(rows: list[list[str]], *, header: bool, widths: list[Any], font_size: float = 9) -> Table:
+    table = Table(rows, colWidths=widths, repeatRows=1 if header else 0, hAlign="LEFT")
+    style = [
+        ("FONTSIZE", (0, 0), (-1, -1), font_size),
+        ("LINEBELOW", (0, 0), (-1, -1), 0.25, GRID),
+        ("VALIGN", (0, 0), (-1, -1), "MIDDLE"),
+        ("TOPPADDING", (0, 0), (-1, -1), 3),
+        ("BOTTOMPADDING", (0, 0), (-1, -1), 3),
+    ]
+    if header:
+        style += [
+            ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold"),
+            ("TEXTCOLOR", (0, 0), (-1, 0), MUTED),
+            ("ALIGN", (1, 0), (-1, -1), "RIGHT"),
+        ]
+    else:
+        style += [
+            ("TEXTCOLOR", (0, 0), (0, -1), MUTED),
+            ("TEXTCOLOR", (2, 0), (2, -1), MUTED),
+            ("ALIGN", (1, 0), (1, -1), "RIGHT"),
+            ("ALIGN", (3, 0), (3, -1), "RIGHT"),
+        ]
+    table.setStyle(TableStyle(style))
+    return table
+
+
+class _NumberedCanvas(Canvas):
+    """Keeps every page until the end, so each can say "Page N of M"."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pages: list[dict[str, Any]] = []
+
+    def showPage(self) -> None:  # noqa: N802 (reportlab's name)
+        self._pages.append(dict(self.__dict__))
+        self._startPage()
+
+    def save(self) -> None:
+        total = len(self._pages)
+        for state in self._pages:
+            self.__dict__.update(state)
+            self.setFont("Helvetica", 8)
+            self.setFillColor(MUTED)
+            self.drawRightString(A4[0] - 18 * mm, 10 * mm, f"Page {self._pageNumber} of {total}")
+            self.drawString(18 * mm, 10 * mm, "tracerelay")
+            super().showPage()
+        super().save()
+
+
+def _period(c: Content) -> str:
+    return f"{c.since:%Y-%m-%d %H:%M} to {c.until:%Y-%m-%d %H:%M} UTC"
+
+
+def _short_time(iso: str, interval: str) -> str:
+    # "2026-11-23T08:00:00Z" → "11-23 08:00"; by day → "2026-11-23"
+    date, _, time = iso.partition("T")
+    return date if interval == "day" else f"{date[5:]} {time[:5]}"
+
+
+def _money(value: Any) -> str:
+    value = float(value)
+    return f"{value:,.2f}" if value >= 1 or value == 0 else f"{value:.4f}"
+
+
+def _ms(value: Any) -> str:
+    return "–" if value is None else f"{value:,.0f} ms"
+
+
+def _clip(value: Any, limit: int = 40) -> str:
+    text = "(none)" if value is None or value == "" else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,83 @@
+"""Reports API shapes, for the OpenAPI document (reports.definition does the checking)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from analytics.plan import INTERVALS
+from analytics.slices import GROUP_BY
+
+from .definition import FILTER_KEYS
+from .models import Format, RunStatus
+
+CRONTAB_HELP = "Five-field crontab in UTC (minute hour day-of-month month day-of-week), e.g. `0 8 * * 1`; null: none."
+
+
+class ReportInSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    filters = serializers.DictField(
+        child=serializers.CharField(),
+        required=False,
+        help_text=f"Trace feed filter parameters: {', '.join(FILTER_KEYS)}, `metadata.<key>`.",
+    )
+    group_by = serializers.ChoiceField(choices=list(GROUP_BY), required=False, allow_null=True)
+    interval = serializers.ChoiceField(
+        choices=list(INTERVALS), required=False, allow_null=True, help_text="Default: chosen from the period."
+    )
+    time_range = serializers.RegexField(
+        r"^[1-9][0-9]{0,3}[hdw]$",
+        required=False,
+        allow_null=True,
+        help_text="The period before each run, e.g. `24h`, `7d`, `4w` (at most 400 days). Default `7d` "
+        "when neither it nor since/until is given. Not with since/until.",
+    )
+    since = serializers.DateTimeField(required=False, allow_null=True, help_text="A fixed period's start (with until).")
+    until = serializers.DateTimeField(required=False, allow_null=True)
+    formats = serializers.ListField(child=serializers.ChoiceField(choices=Format.values), min_length=1, required=False)
+    recipients = serializers.ListField(child=serializers.EmailField(), max_length=50, required=False)
+    schedule = serializers.CharField(required=False, allow_null=True, help_text=CRONTAB_HELP)
+
+
+class ReportOutSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    filters = serializers.DictField(child=serializers.CharField())
+    group_by = serializers.CharField(allow_null=True)
+    interval = serializers.CharField(allow_null=True)
+    time_range = serializers.CharField(allow_null=True)
+    since = serializers.DateTimeField(allow_null=True)
+    until = serializers.DateTimeField(allow_null=True)
+    formats = serializers.ListField(child=serializers.CharField())
+    recipients = serializers.ListField(child=serializers.CharField())
+    schedule = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class ReportListSerializer(serializers.Serializer):
+    data = ReportOutSerializer(many=True)  # type: ignore[assignment]
+
+
+class RunFilesSerializer(serializers.Serializer):
+    csv = serializers.URLField(allow_null=True, required=False, help_text="Download URL once the run succeeded.")
+    pdf = serializers.URLField(allow_null=True, required=False)
+
+
+class RunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    report_id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=RunStatus.values)
+    trigger = serializers.ChoiceField(choices=["manual", "schedule"])
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()
+    attempts = serializers.IntegerField()
+    error = serializers.CharField(allow_null=True, help_text="The last attempt's error (a failed run keeps it).")
+    files = RunFilesSerializer()
+    emailed_to = serializers.ListField(child=serializers.CharField())
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class RunListSerializer(serializers.Serializer):
+    data = RunSerializer(many=True)  # type: ignore[assignment]
