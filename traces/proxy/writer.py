@@ -30,8 +30,8 @@ import orjson
 from django.db import DataError, IntegrityError, close_old_connections, connections
 
 from accounts.principals import KeyPrincipal
+from pipeline.services import traces_ingest
 
-from ..services import traces_ingest
 from .capture import Capture, build_trace
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,9 @@
 """Trace ingestion: normalise → price → route → one transaction (traces + outbox rows) → enqueue.
 
 Every front door (the REST API, batches, OTLP, the proxy's background writer) calls
-`traces_ingest`. It runs its own transaction, so it works in a request and in any thread.
+`traces_ingest`, or its two halves: `traces_normalize` (CPU only, fine on an event loop) and
+`traces_store` (the database; any thread). Each store runs its own transaction, so it works in a
+request and in any thread.
 """
 
 from __future__ import annotations
@@ -21,11 +23,10 @@ from delivery.outbox import deliveries_for, enqueue_on_commit
 from privacy.records import stored_records
 from routing.router import RoutingResult, route
 from routing.selectors import compiled_routing
-
-from .models import Trace, _uuid7
-from .normalize import TraceValidationError, normalize_trace
-from .records import TraceRecord
-from .signals import traces_stored
+from traces.models import Trace, _uuid7
+from traces.normalize import TraceValidationError, normalize_trace
+from traces.records import TraceRecord
+from traces.signals import traces_stored
 
 log = logging.getLogger(__name__)
 
