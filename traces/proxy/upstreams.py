@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from config.crypto import decrypt_json
 
-from ..models import Upstream, UpstreamKind
+from .models import Upstream, UpstreamKind
 
 log = logging.getLogger(__name__)
 
