@@ -41,7 +41,7 @@ from .capture import Capture, StreamBody
 from .conf import ProxySettings
 from .request import PREFIX, Incoming, choose_target, prepare_stream, read_service_headers
 from .sse import UsageFilter
-from .upstreams import Target, TeamUpstreams, builtin_targets, load_team_upstreams
+from .upstreams import ResolvedUpstream, TeamUpstreams, builtin_targets, load_team_upstreams
 from .writer import TraceWriter
 
 log = logging.getLogger(__name__)
@@ -195,7 +195,7 @@ class ProxyApp:
             raise Problem(403, "insufficient-scope", "This key may not use the proxy.")
         return principal, team
 
-    def _upstream_headers(self, incoming: Incoming, target: Target, streaming: bool) -> list[tuple[str, str]]:
+    def _upstream_headers(self, incoming: Incoming, target: ResolvedUpstream, streaming: bool) -> list[tuple[str, str]]:
         """The client's headers, plus the upstream's key when the client brings none, its extra headers,
         and the encodings the trace writer can read."""
         forward = incoming.forward

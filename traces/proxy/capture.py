@@ -19,7 +19,7 @@ import orjson
 from accounts.principals import KeyPrincipal
 
 from .sse import parse_events
-from .upstreams import Target
+from .upstreams import ResolvedUpstream
 
 PARSE_LIMIT = 4 * 1024 * 1024  # bodies above this are not parsed whole (GIL time); model and usage by regex
 HEAD_LIMIT = 2 * 1024 * 1024  # of a streamed body, the start kept for the output...
@@ -96,7 +96,9 @@ class Capture:
         "error_message",
     )
 
-    def __init__(self, trace_id: str, principal: KeyPrincipal, target: Target, method: str, path: str) -> None:
+    def __init__(
+        self, trace_id: str, principal: KeyPrincipal, target: ResolvedUpstream, method: str, path: str
+    ) -> None:
         self.trace_id = trace_id
         self.principal = principal
         self.target = target

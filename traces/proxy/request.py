@@ -14,7 +14,7 @@ from ..normalize import MAX_METADATA_KEY_LENGTH, MAX_TAG_LENGTH, TEXT_LIMITS
 from .capture import SERVER_METADATA_KEYS, Capture, endpoint_of
 from .conf import ProxySettings
 from .sse import UsageFilter
-from .upstreams import Target, TeamUpstreams
+from .upstreams import ResolvedUpstream, TeamUpstreams
 
 PREFIX = "/api/v1/proxy/"
 _PREFIX_BYTES = PREFIX.encode()
@@ -69,8 +69,11 @@ class Incoming:
 
 
 def choose_target(
-    raw_path: bytes, service: dict[bytes, bytes], team: TeamUpstreams, builtin: tuple[Target, Target]
-) -> tuple[Target, bytes]:
+    raw_path: bytes,
+    service: dict[bytes, bytes],
+    team: TeamUpstreams,
+    builtin: tuple[ResolvedUpstream, ResolvedUpstream],
+) -> tuple[ResolvedUpstream, bytes]:
     """Where to, and the path to ask it for: /u/<name>/..., /anthropic/..., X-Service-Upstream, else
     the team's default (the built-in OpenAI or Anthropic upstream when the team has none)."""
     rest = raw_path[len(_PREFIX_BYTES) :]
@@ -90,7 +93,7 @@ def choose_target(
     return upstream, rest
 
 
-def _named(team: TeamUpstreams, name: bytes) -> Target:
+def _named(team: TeamUpstreams, name: bytes) -> ResolvedUpstream:
     upstream = team.by_name.get(name.decode("latin-1"))
     if upstream is None:
         raise Problem(404, "unknown-upstream", f"This team has no upstream named {name.decode()!r}.")
