@@ -31,6 +31,7 @@ from accounts.authentication import token_from_header
 from accounts.models import Scope
 from accounts.principals import KeyPrincipal
 from accounts.selectors import principal_for_key, principal_from_memory
+from config.asgi_io import BodyReader, send_json, send_problem
 from config.asgi_types import ASGIApp, AsgiScope, Receive, Send
 from config.jsonbody import (
     check_content_encoding,
@@ -38,11 +39,9 @@ from config.jsonbody import (
     check_declared_length,
     compressed_limit,
     parse_body,
-    too_large,
 )
-from config.jsoncodec import dumps
-from config.problems import PROBLEM_CONTENT_TYPE, Problem, problem_parts
-from pipeline.services import PendingTrace, traces_normalize, traces_store
+from config.problems import Problem
+from pipeline.services import PendingTrace, store_parts, traces_normalize, traces_store
 
 from .models import Trace
 from .serializers import trace_json
@@ -89,22 +88,15 @@ class GroupCommitWriter:
                 close_old_connections()
 
     def _write(self, group: list[tuple[list[PendingTrace], Future[list[tuple[Trace, bool]]]]]) -> None:
-        try:
-            outcome = traces_store([entry for pending, _ in group for entry in pending])
-        except Exception:
-            close_old_connections()
-            if len(group) > 1:
-                # Do not let one request's trouble fail the others: store each on its own.
-                for item in group:
-                    self._write([item])
-                return
-            log.exception("storing %d trace(s) failed", len(group[0][0]))
-            group[0][1].set_exception(Problem(503, "unavailable", "The trace could not be stored; retry."))
-            return
-        start = 0
-        for pending, future in group:
-            future.set_result(outcome[start : start + len(pending)])
-            start += len(pending)
+        # One transaction for the group; if it fails, one per request, so that one request's
+        # trouble does not fail the others. A request whose own store fails gets a 503.
+        outcomes = store_parts([pending for pending, _ in group], traces_store, after_failure=close_old_connections)
+        for (pending, future), outcome in zip(group, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                log.error("storing %d trace(s) failed", len(pending), exc_info=outcome)
+                future.set_exception(Problem(503, "unavailable", "The trace could not be stored; retry."))
+            else:
+                future.set_result(list(outcome))
 
 
 writer = GroupCommitWriter()
@@ -201,7 +193,7 @@ def mount(app: ASGIApp) -> ASGIApp:
 async def ingest_asgi(scope: AsgiScope, receive: Receive, send: Send) -> None:
     headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
     limit = settings.TRACE_MAX_BYTES
-    reader = _BodyReader(receive)
+    reader = BodyReader(receive)
     try:
         try:
             principal = await authenticate(headers.get("authorization", ""), Scope.INGEST)
@@ -209,7 +201,7 @@ async def ingest_asgi(scope: AsgiScope, receive: Receive, send: Send) -> None:
             check_json_headers(
                 headers.get("content-type", ""), headers.get("content-length"), limit, "A trace", encoding
             )
-            body = await reader.read(compressed_limit(limit) if encoding else limit)
+            body = await reader.read(compressed_limit(limit) if encoding else limit, "A trace")
         except Problem:
             await reader.drain()  # a client still sending would otherwise see the connection reset
             raise
@@ -217,42 +209,6 @@ async def ingest_asgi(scope: AsgiScope, receive: Receive, send: Send) -> None:
         [(row, created)] = await asyncio.wrap_future(writer.submit([pending]))
         status, payload = ingest_answer(row, created)
     except Problem as exc:
-        problem_payload, extra = problem_parts(exc)
-        await _respond(send, exc.status_code, problem_payload, PROBLEM_CONTENT_TYPE, extra)
+        await send_problem(send, exc)
         return
-    await _respond(send, status, payload, "application/json", {})
-
-
-class _BodyReader:
-    def __init__(self, receive: Receive) -> None:
-        self.receive = receive
-        self.done = False
-
-    async def read(self, limit: int) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        while not self.done:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                self.done = True
-                raise Problem(400, "bad-request", "The client went away before sending the whole body.")
-            chunk = message.get("body", b"")
-            self.done = not message.get("more_body", False)
-            size += len(chunk)
-            if size > limit:
-                raise too_large("A trace", limit, size)
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-    async def drain(self) -> None:
-        while not self.done:
-            message = await self.receive()
-            self.done = message["type"] == "http.disconnect" or not message.get("more_body", False)
-
-
-async def _respond(send: Send, status: int, body: Any, content_type: str, headers: dict[str, str]) -> None:
-    data = dumps(body)
-    raw_headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode())]
-    raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": data})
+    await send_json(send, status, payload)
