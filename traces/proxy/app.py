@@ -146,6 +146,8 @@ class ProxyApp:
     # -- the request ------------------------------------------------------------------------------
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        """Authenticate, choose the target, read the body, prepare the stream, forward; then hand the
+        capture to the writer. A refusal before forwarding is a problem+json answer and no trace."""
         if self.session is None:
             await self._ensure_started()
         assert self.writer is not None
@@ -164,7 +166,8 @@ class ProxyApp:
             if incoming.service:
                 read_service_headers(incoming.service, capture, self.settings)  # type: ignore[arg-type]
             # The request body, whole (LLM requests are small; the limit guards the rest).
-            capture.request_body = await BodyReader(receive).read(self.settings.max_body_bytes, "A request body")  # type: ignore[union-attr]
+            limit = self.settings.max_body_bytes  # type: ignore[union-attr]
+            capture.request_body = await BodyReader(receive).read(limit, "A request body")
         except ClientGone:
             return  # gone before it finished sending: nothing was called
         except Problem as refused:
