@@ -45,7 +45,7 @@ def main() -> None:
     from accounts.models import Scope, Team
     from accounts.principals import KeyPrincipal
     from analytics import rollups
-    from traces.services import traces_ingest
+    from pipeline.services import traces_ingest
 
     team, _ = Team.objects.get_or_create(name="bench-write")
     principal = KeyPrincipal(

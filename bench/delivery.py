@@ -9,7 +9,7 @@ own (``tracerelay_bench_delivery``, created and migrated here; ``BENCH_DATABASE_
 
 1. Throughput: ``--traces`` outbox rows for one webhook destination are written, their tasks
    published in the chunks the outbox uses, and the clock runs until the sink has every trace.
-2. Latency: traces are ingested through ``traces.services.traces_ingest`` (the API's service:
+2. Latency: traces are ingested through ``pipeline.services.traces_ingest`` (the API's service:
    normalise, price, route, one transaction, on_commit publish) at half the measured throughput,
    in batches every 20 ms, for ``--seconds``; latency = arrival at the sink − ingest committed.
 3. ``--profile``: one in-process `deliver_batch` run under cProfile, to show where the time goes.
@@ -311,7 +311,7 @@ def _throughput(team_id: int, sink: str, count: int, latency_ms: float) -> float
 def _latency(principal: Any, sink: str, rate: float, seconds: float) -> None:
     import httpx
 
-    from traces.services import traces_ingest
+    from pipeline.services import traces_ingest
 
     httpx.delete(f"{sink}/arrivals", timeout=10)
     tick = 0.02

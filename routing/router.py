@@ -20,18 +20,11 @@ Semantics (docs/routing.md):
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conditions import ALWAYS, UNPRICED_REASON, Bindings, CelPredicate
-from .conditions import Predicate as CompiledPredicate
-
-Predicate = Callable[[Mapping[str, Any]], bool]
-
-
-def always(_: Mapping[str, Any]) -> bool:
-    return True
+from .conditions import ALWAYS, UNPRICED_REASON, Bindings, CelCondition, Condition
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +60,7 @@ class DestinationSpec:
 class CompiledRule:
     name: str
     priority: int
-    predicate: Predicate
+    predicate: Condition
     destinations: tuple[DestinationSpec, ...]
     sample_rate: float = 1.0
     stop: bool = False
@@ -78,15 +71,15 @@ class CompiledRule:
 @dataclass(frozen=True, slots=True)
 class SamplingRule:
     condition: str
-    predicate: Predicate
+    predicate: Condition
     sample_rate: float
 
 
-def _cel_names(predicates: list[Any]) -> frozenset[str]:
+def _cel_names(predicates: list[Condition]) -> frozenset[str]:
     """The names the CEL conditions read: the per-trace activation converts only these."""
     names: set[str] = set()
     for predicate in predicates:
-        if isinstance(predicate, CelPredicate):
+        if isinstance(predicate, CelCondition):
             names.update(predicate.variables)
     return frozenset(names)
 
@@ -180,20 +173,9 @@ def sample_point(trace_id: str) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
-def _check(predicate: Predicate, ctx: Mapping[str, Any], bindings: Bindings) -> tuple[bool, str | None]:
-    if isinstance(predicate, CompiledPredicate):
-        return predicate.evaluate(bindings)
-    try:
-        return bool(predicate(ctx)), None
-    except Exception as exc:  # a hand-built predicate (tests, admin tools) must not break routing either
-        return False, f"{type(exc).__name__}: {exc}"
-
-
-def _policy(
-    ctx: Mapping[str, Any], routing: CompiledRouting, bindings: Bindings, errors: list[tuple[str, str]]
-) -> tuple[float, str]:
+def _policy(routing: CompiledRouting, bindings: Bindings, errors: list[tuple[str, str]]) -> tuple[float, str]:
     for rule in routing.sampling_rules:
-        matched, error = _check(rule.predicate, ctx, bindings)
+        matched, error = rule.predicate.evaluate(bindings)
         if error is not None:
             errors.append((f"sampling: {rule.condition}", error))
         if matched:
@@ -203,7 +185,7 @@ def _policy(
 
 def policy_rate(ctx: Mapping[str, Any], routing: CompiledRouting) -> tuple[float, str]:
     """The sampling policy's rate for this trace: the first matching policy rule, else the default."""
-    return _policy(ctx, routing, Bindings(ctx, routing.variables), [])
+    return _policy(routing, Bindings(ctx, routing.variables), [])
 
 
 def route(ctx: Mapping[str, Any], routing: CompiledRouting, *, explain: bool = False) -> RoutingResult:
@@ -214,7 +196,7 @@ def route(ctx: Mapping[str, Any], routing: CompiledRouting, *, explain: bool = F
     u = sample_point(str(ctx["id"]))
     bindings = Bindings(ctx, routing.variables)
     errors: list[tuple[str, str]] = []
-    base_rate, base_reason = _policy(ctx, routing, bindings, errors)
+    base_rate, base_reason = _policy(routing, bindings, errors)
     # destination name → index into decisions
     placed: dict[str, int] = {}
     decisions: list[Decision] = []
@@ -231,7 +213,7 @@ def route(ctx: Mapping[str, Any], routing: CompiledRouting, *, explain: bool = F
             if explain:
                 evaluations.append(RuleEvaluation(rule.name, rule.priority, None, "disabled"))
             continue
-        ok, error = _check(rule.predicate, ctx, bindings)
+        ok, error = rule.predicate.evaluate(bindings)
         if error is not None and error != UNPRICED_REASON:  # an unknown cost is a fact, not a fault
             errors.append((rule.name, error))
         if not ok:
@@ -244,7 +226,7 @@ def route(ctx: Mapping[str, Any], routing: CompiledRouting, *, explain: bool = F
             continue
         matched.append(rule.name)
         if explain:
-            has_condition = rule.predicate is not ALWAYS and rule.predicate is not always
+            has_condition = rule.predicate is not ALWAYS
             why = "condition matched" if has_condition else "no condition: matches every trace"
             evaluations.append(RuleEvaluation(rule.name, rule.priority, True, why + ("; stop" if rule.stop else "")))
         for dest in rule.destinations:

@@ -9,9 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.request import Request
@@ -22,10 +20,11 @@ from accounts.permissions import principal_of, scoped
 from config.jsoncodec import dumps
 from config.problems import Problem, problem_responses
 from delivery.selectors import trace_deliveries
+from pipeline.services import traces_ingest, traces_store
 
 from . import selectors
 from .filters import FILTER_PARAMS, STATUS_PATTERN, FilterError, parse_trace_filter
-from .ingest import check_json_headers, ingest_one, invalid_trace, parse_json
+from .ingest import check_json_headers, ingest_answer, ingest_payload, parse_json
 from .serializers import (
     BatchInSerializer,
     BatchResultSerializer,
@@ -38,7 +37,6 @@ from .serializers import (
     plant_json,
     trace_json,
 )
-from .services import traces_ingest
 
 TAG = "Trace Management"
 PLANTS_MAX = 10_000  # a larger limit is as good as this one: no team has that many plants
@@ -203,14 +201,12 @@ class TraceListCreate(APIView):
         ],
     )
     def post(self, request: Request) -> HttpResponse:
-        principal = principal_of(request)
-        data = read_json_body(request, settings.TRACE_MAX_BYTES, "A trace")
-        if not isinstance(data, dict):
-            raise Problem(400, "validation", "The body must be a JSON object (one trace).", title="Invalid request")
-        (result,) = traces_ingest(principal=principal, items=[data], source="api")
-        if result.trace is None:
-            raise invalid_trace(result.errors or {}, result.status)
-        return json_response(trace_json(result.trace), status=result.status)
+        """The DRF door of `POST /api/v1/traces` (under ASGI, traces.ingest.mount answers first): the
+        same core as the bare-ASGI door, stored here in the request's thread rather than group-committed."""
+        pending = ingest_payload(principal_of(request), read_json_body(request, settings.TRACE_MAX_BYTES, "A trace"))
+        [(row, created)] = traces_store([pending])
+        status, body = ingest_answer(row, created)
+        return json_response(body, status=status)
 
 
 class TraceBatch(APIView):
@@ -308,20 +304,3 @@ class PlantList(APIView):
         reject_unknown_parameters(request.query_params, ("limit",))
         limit = parse_limit(request.query_params.get("limit"), default=None, maximum=PLANTS_MAX)
         return json_response([plant_json(p) for p in selectors.plants_for_team(principal.team_id, limit=limit)])
-
-
-_list_create = TraceListCreate.as_view()
-
-
-async def traces_collection(request: HttpRequest) -> HttpResponse:
-    """`/api/v1/traces`: under ASGI a POST takes the lean async path (traces/ingest.py: no DRF, group
-    commit); everything else, and every request under WSGI, is `TraceListCreate`."""
-    if request.method == "POST" and isinstance(request, ASGIRequest):
-        return await ingest_one(request)
-    return await sync_to_async(_list_create)(request)
-
-
-# drf-spectacular documents the view behind a URL through these attributes.
-traces_collection.cls = TraceListCreate  # type: ignore[attr-defined]
-traces_collection.initkwargs = {}  # type: ignore[attr-defined]
-traces_collection.csrf_exempt = True  # type: ignore[attr-defined]

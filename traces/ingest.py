@@ -1,13 +1,17 @@
-"""The lean path for `POST /api/v1/traces` under ASGI: async, no DRF, group commit.
+"""`POST /api/v1/traces`: its one core (`ingest_payload`, `ingest_answer`) and its lean door.
+
+The endpoint has two doors and no more: this bare ASGI app (`mount`, in front of Django in
+config/asgi.py: the fast one) and `traces.api.TraceListCreate.post` (DRF: WSGI, Django's test
+clients, and the OpenAPI schema). Both authenticate alike, read the body with config/jsonbody.py,
+call `ingest_payload` and answer with `ingest_answer`; they differ only in how the trace is stored.
 
 A single-trace POST is mostly fixed cost: DRF's request wrapping, negotiation and response
 rendering, a hop to a worker thread for the sync view, a transaction with its commit, and a Celery
 publish for its outbox rows. Here the request is authenticated, parsed and validated on the event
 loop, and the valid trace joins every other trace that arrived meanwhile in one transaction, done
 by one writer thread per process (group commit). The response still waits for that commit, so a
-201 means stored durably with its routing decided, exactly as on the DRF path.
-
-Under WSGI (and Django's sync test client) the same URL is served by `TraceListCreate.post`.
+201 means stored durably with its routing decided, exactly as on the DRF door (which stores the
+one trace itself, in its request thread).
 """
 
 from __future__ import annotations
@@ -22,12 +26,12 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
-from django.http import HttpRequest, HttpResponse
 
 from accounts.authentication import token_from_header
 from accounts.models import Scope
 from accounts.principals import KeyPrincipal
 from accounts.selectors import principal_for_key, principal_from_memory
+from config.asgi_io import BodyReader, send_json, send_problem
 from config.asgi_types import ASGIApp, AsgiScope, Receive, Send
 from config.jsonbody import (
     check_content_encoding,
@@ -35,18 +39,14 @@ from config.jsonbody import (
     check_declared_length,
     compressed_limit,
     parse_body,
-    too_large,
 )
-from config.jsoncodec import dumps
-from config.problems import PROBLEM_CONTENT_TYPE, Problem, problem_parts
+from config.problems import Problem
+from pipeline.services import PendingTrace, store_parts, traces_normalize, traces_store
 
 from .models import Trace
 from .serializers import trace_json
-from .services import PendingTrace, traces_normalize, traces_store
 
 log = logging.getLogger(__name__)
-
-JSON = "application/json"
 
 GROUP_MAX_TRACES = 2000  # per transaction: big enough to amortise, small enough to keep commits quick
 
@@ -88,37 +88,18 @@ class GroupCommitWriter:
                 close_old_connections()
 
     def _write(self, group: list[tuple[list[PendingTrace], Future[list[tuple[Trace, bool]]]]]) -> None:
-        try:
-            outcome = traces_store([entry for pending, _ in group for entry in pending])
-        except Exception:
-            close_old_connections()
-            if len(group) > 1:
-                # Do not let one request's trouble fail the others: store each on its own.
-                for item in group:
-                    self._write([item])
-                return
-            log.exception("storing %d trace(s) failed", len(group[0][0]))
-            group[0][1].set_exception(Problem(503, "unavailable", "The trace could not be stored; retry."))
-            return
-        start = 0
-        for pending, future in group:
-            future.set_result(outcome[start : start + len(pending)])
-            start += len(pending)
+        # One transaction for the group; if it fails, one per request, so that one request's
+        # trouble does not fail the others. A request whose own store fails gets a 503.
+        outcomes = store_parts([pending for pending, _ in group], traces_store, after_failure=close_old_connections)
+        for (pending, future), outcome in zip(group, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                log.error("storing %d trace(s) failed", len(pending), exc_info=outcome)
+                future.set_exception(Problem(503, "unavailable", "The trace could not be stored; retry."))
+            else:
+                future.set_result(list(outcome))
 
 
 writer = GroupCommitWriter()
-
-
-def _json(body: Any, status: int, content_type: str = "application/json") -> HttpResponse:
-    return HttpResponse(dumps(body), status=status, content_type=content_type)
-
-
-def problem(exc: Problem) -> HttpResponse:
-    body, headers = problem_parts(exc)
-    response = _json(body, exc.status_code, PROBLEM_CONTENT_TYPE)
-    for name, value in headers.items():
-        response[name] = value
-    return response
 
 
 async def authenticate(authorization: str, scope: str) -> KeyPrincipal:
@@ -170,8 +151,9 @@ def invalid_trace(errors: dict[str, list[str]], status: int) -> Problem:
     return Problem(400, "validation", f"{where}{first[1][0]}", title="Invalid trace", errors=errors)
 
 
-async def ingest_payload(principal: KeyPrincipal, data: Any) -> tuple[int, dict[str, Any]]:
-    """One trace through validation and the group-commit writer: (201 or 200, the stored trace)."""
+def ingest_payload(principal: KeyPrincipal, data: Any) -> PendingTrace:
+    """The one core of `POST /api/v1/traces`, behind both doors: the parsed body → the valid,
+    priced trace to store, or the `Problem` that refuses it (400 not an object or invalid, 413)."""
     if not isinstance(data, dict):
         raise Problem(400, "validation", "The body must be a JSON object (one trace).", title="Invalid request")
     results, pending = traces_normalize(principal=principal, items=[data], source="api")
@@ -179,21 +161,12 @@ async def ingest_payload(principal: KeyPrincipal, data: Any) -> tuple[int, dict[
         failed = results[0]
         assert failed is not None
         raise invalid_trace(failed.errors or {}, failed.status)
-    [(row, created)] = await asyncio.wrap_future(writer.submit(pending))
+    return pending[0]
+
+
+def ingest_answer(row: Trace, created: bool) -> tuple[int, dict[str, Any]]:
+    """What both doors answer once the trace is stored: 201 with it, or 200 with the one stored under its id."""
     return (201 if created else 200), trace_json(row)
-
-
-async def ingest_one(request: HttpRequest) -> HttpResponse:
-    """`POST /api/v1/traces` as an async Django view (see `TraceListCreate.post` for the contract)."""
-    try:
-        principal = await authenticate(request.headers.get("Authorization", ""), Scope.INGEST)
-        encoding = request.headers.get("Content-Encoding", "")
-        limit = settings.TRACE_MAX_BYTES
-        check_json_headers(request.content_type or "", request.META.get("CONTENT_LENGTH"), limit, "A trace", encoding)
-        status, body = await ingest_payload(principal, parse_json(request.body, limit, "A trace", encoding))
-    except Problem as exc:
-        return problem(exc)
-    return _json(body, status)
 
 
 # --- The same endpoint as a bare ASGI app, in front of Django ------------------------------------
@@ -220,7 +193,7 @@ def mount(app: ASGIApp) -> ASGIApp:
 async def ingest_asgi(scope: AsgiScope, receive: Receive, send: Send) -> None:
     headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
     limit = settings.TRACE_MAX_BYTES
-    reader = _BodyReader(receive)
+    reader = BodyReader(receive)
     try:
         try:
             principal = await authenticate(headers.get("authorization", ""), Scope.INGEST)
@@ -228,48 +201,14 @@ async def ingest_asgi(scope: AsgiScope, receive: Receive, send: Send) -> None:
             check_json_headers(
                 headers.get("content-type", ""), headers.get("content-length"), limit, "A trace", encoding
             )
-            body = await reader.read(compressed_limit(limit) if encoding else limit)
+            body = await reader.read(compressed_limit(limit) if encoding else limit, "A trace")
         except Problem:
             await reader.drain()  # a client still sending would otherwise see the connection reset
             raise
-        status, payload = await ingest_payload(principal, parse_json(body, limit, "A trace", encoding))
+        pending = ingest_payload(principal, parse_json(body, limit, "A trace", encoding))
+        [(row, created)] = await asyncio.wrap_future(writer.submit([pending]))
+        status, payload = ingest_answer(row, created)
     except Problem as exc:
-        problem_payload, extra = problem_parts(exc)
-        await _respond(send, exc.status_code, problem_payload, PROBLEM_CONTENT_TYPE, extra)
+        await send_problem(send, exc)
         return
-    await _respond(send, status, payload, "application/json", {})
-
-
-class _BodyReader:
-    def __init__(self, receive: Receive) -> None:
-        self.receive = receive
-        self.done = False
-
-    async def read(self, limit: int) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        while not self.done:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                self.done = True
-                raise Problem(400, "bad-request", "The client went away before sending the whole body.")
-            chunk = message.get("body", b"")
-            self.done = not message.get("more_body", False)
-            size += len(chunk)
-            if size > limit:
-                raise too_large("A trace", limit, size)
-            chunks.append(chunk)
-        return b"".join(chunks)
-
-    async def drain(self) -> None:
-        while not self.done:
-            message = await self.receive()
-            self.done = message["type"] == "http.disconnect" or not message.get("more_body", False)
-
-
-async def _respond(send: Send, status: int, body: Any, content_type: str, headers: dict[str, str]) -> None:
-    data = dumps(body)
-    raw_headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode())]
-    raw_headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": data})
+    await send_json(send, status, payload)

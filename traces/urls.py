@@ -3,7 +3,7 @@ from django.urls import path
 from . import api
 
 urlpatterns = [
-    path("traces", api.traces_collection, name="traces"),
+    path("traces", api.TraceListCreate.as_view(), name="traces"),
     path("traces/batch", api.TraceBatch.as_view(), name="traces-batch"),
     path("traces/<str:trace_id>", api.TraceDetail.as_view(), name="trace"),
 ]

@@ -1,7 +1,7 @@
 """Routing conditions: one compiler for both spellings.
 
 A rule's condition is either an object (``{"model": "gpt-4*", "cost": ">0.05"}``, every key must
-hold) or a CEL expression (``model == "gpt-4" && cost > 0.05``). Both compile to a `Predicate`
+hold) or a CEL expression (``model == "gpt-4" && cost > 0.05``). Both compile to a `Condition`
 over `TraceRecord.condition_context()`. CEL runs in the Rust interpreter of the
 ``common-expression-language`` package: no ``eval``, no attribute access, no I/O.
 
@@ -34,8 +34,8 @@ from .base import (
     Always,
     Bindings,
     Broken,
+    Condition,
     ConditionError,
-    Predicate,
     to_cel,
 )
 from .cel import (
@@ -43,14 +43,14 @@ from .cel import (
     MAX_COMPREHENSION_DEPTH,
     MAX_EVALUATION_SECONDS,
     MAX_EXPRESSION_LENGTH,
-    CelPredicate,
+    CelCondition,
     Token,
     compile_cel,
     doubles_for_ints,
     runtime_error_message,
     tokenize,
 )
-from .objects import OBJECT_KEYS, ObjectPredicate, compile_object, json_equal
+from .objects import OBJECT_KEYS, ObjectCondition, compile_object, json_equal
 
 __all__ = [
     "ALWAYS",
@@ -68,10 +68,10 @@ __all__ = [
     "Always",
     "Bindings",
     "Broken",
-    "CelPredicate",
+    "CelCondition",
     "ConditionError",
-    "ObjectPredicate",
-    "Predicate",
+    "ObjectCondition",
+    "Condition",
     "Token",
     "compile_cel",
     "compile_condition",
@@ -84,7 +84,7 @@ __all__ = [
 ]
 
 
-def compile_condition(cond: str | Mapping[str, Any] | None) -> Predicate:
+def compile_condition(cond: str | Mapping[str, Any] | None) -> Condition:
     """Compile either spelling of a condition. None, ``""`` and ``{}`` match every trace."""
     if cond is None:
         return ALWAYS

@@ -40,7 +40,7 @@ class ConditionError(ValueError):
         return self.message
 
 
-class Predicate:
+class Condition:
     """A compiled condition. ``pred(ctx)`` → bool; ``pred.evaluate(ctx)`` → (matched, error).
 
     ``ctx`` is a condition context (a mapping) or a `Bindings` that shares one CEL activation
@@ -63,7 +63,7 @@ class Predicate:
         return f"<{type(self).__name__} {self.source!r}>"
 
 
-class Always(Predicate):
+class Always(Condition):
     __slots__ = ()
 
     def __init__(self) -> None:
@@ -76,7 +76,7 @@ class Always(Predicate):
 ALWAYS = Always()
 
 
-class Broken(Predicate):
+class Broken(Condition):
     """A stored condition that no longer compiles (edited around the API): it never matches, and
     says why, rather than failing every trace's ingest."""
 

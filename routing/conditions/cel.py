@@ -14,7 +14,7 @@ import cel
 
 from traces.records import TraceRecord
 
-from .base import UNPRICED_REASON, VARIABLES, Bindings, ConditionError, Predicate, cel_variables, to_cel
+from .base import UNPRICED_REASON, VARIABLES, Bindings, Condition, ConditionError, cel_variables, to_cel
 
 # CEL type names may appear as identifiers: ``type(metadata.n) == double``.
 _TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"})
@@ -29,7 +29,7 @@ _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 MAX_EXPRESSION_LENGTH = 4096
 
 
-class CelPredicate(Predicate):
+class CelCondition(Condition):
     __slots__ = ("program", "_names")
 
     def __init__(self, source: str, program: cel.Program, variables: frozenset[str]) -> None:
@@ -273,7 +273,7 @@ _PROBE_CONTEXT: dict[str, Any] = {
 }
 
 
-def compile_cel(source: str) -> CelPredicate:
+def compile_cel(source: str) -> CelCondition:
     if len(source) > MAX_EXPRESSION_LENGTH:
         raise ConditionError(f"The condition is longer than {MAX_EXPRESSION_LENGTH} characters.", None)
     try:
@@ -318,7 +318,7 @@ def compile_cel(source: str) -> CelPredicate:
             offset + 1 if offset is not None else None,
         )
 
-    predicate = CelPredicate(source, program, frozenset(used & VARIABLES))
+    predicate = CelCondition(source, program, frozenset(used & VARIABLES))
     _probe(predicate)
     if depth:
         _time_worst_case(predicate)
@@ -332,7 +332,7 @@ _WORST_CASE: dict[str, Any] = {
 }
 
 
-def _time_worst_case(predicate: CelPredicate) -> None:
+def _time_worst_case(predicate: CelCondition) -> None:
     """A condition with comprehensions runs once on the largest trace the limits allow (50 tags,
     64 metadata keys); one that takes longer than `MAX_EVALUATION_SECONDS` is refused."""
     values = {n: to_cel(_WORST_CASE[n]) for n in predicate.variables}
@@ -355,7 +355,7 @@ def _time_worst_case(predicate: CelPredicate) -> None:
     )
 
 
-def _probe(predicate: CelPredicate) -> None:
+def _probe(predicate: CelCondition) -> None:
     """Run the expression once against a typical trace to catch what a type checker would:
     a result that is not true/false, or operands that can never fit. Metadata is free-form, so
     errors on an expression that reads it are left for run time (where they mean "no match")."""

@@ -17,8 +17,8 @@ from .base import (
     STRING_VARIABLES,
     UNPRICED_REASON,
     Bindings,
+    Condition,
     ConditionError,
-    Predicate,
 )
 
 _COMPARISON_RE = re.compile(r"^\s*(>=|<=|==|!=|>|<|=)?\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
@@ -41,7 +41,7 @@ OBJECT_KEYS = (
 Test = Callable[[Mapping[str, Any]], bool]
 
 
-class ObjectPredicate(Predicate):
+class ObjectCondition(Condition):
     __slots__ = ("tests",)
 
     def __init__(self, source: str, tests: tuple[Test, ...], variables: frozenset[str]) -> None:
@@ -176,7 +176,7 @@ def _metadata_test(path: str, value: Any) -> Test:
     return test
 
 
-def compile_object(cond: Mapping[str, Any]) -> ObjectPredicate:
+def compile_object(cond: Mapping[str, Any]) -> ObjectCondition:
     tests: list[Test] = []
     variables: set[str] = set()
     for raw_key, value in cond.items():
@@ -202,4 +202,4 @@ def compile_object(cond: Mapping[str, Any]) -> ObjectPredicate:
             raise ConditionError(f"Unknown condition key '{key}'{suggestion}", None, key)
         variables.add(key)
     source = json.dumps(cond, sort_keys=True, separators=(", ", ": "), default=str)
-    return ObjectPredicate(source, tuple(tests), frozenset(variables))
+    return ObjectCondition(source, tuple(tests), frozenset(variables))

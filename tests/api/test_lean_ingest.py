@@ -200,8 +200,8 @@ def test_one_requests_failure_does_not_fail_the_others_in_its_group(key, monkeyp
 
     from accounts.selectors import principal_for_key
     from config.problems import Problem
+    from pipeline.services import traces_normalize
     from traces import ingest
-    from traces.services import traces_normalize
 
     real_store = ingest.traces_store
 

@@ -10,14 +10,14 @@ import orjson
 
 from accounts.principals import KeyPrincipal
 from traces.proxy.capture import PARSE_LIMIT, Capture, StreamBody, build_trace
-from traces.proxy.upstreams import Target
+from traces.proxy.upstreams import ResolvedUpstream
 
 PRINCIPAL = KeyPrincipal(1, 1, "production", "tr_prod_abc", frozenset({"proxy"}))
-GROQ = Target("groq", "openai", "https://api.groq.com/openai/v1", "groq")
-CLAUDE = Target("anthropic", "anthropic", "https://api.anthropic.com", "anthropic")
+GROQ = ResolvedUpstream("groq", "openai", "https://api.groq.com/openai/v1", "groq")
+CLAUDE = ResolvedUpstream("anthropic", "anthropic", "https://api.anthropic.com", "anthropic")
 
 
-def _capture(target: Target = GROQ, path: str = "chat/completions", request: object = None) -> Capture:
+def _capture(target: ResolvedUpstream = GROQ, path: str = "chat/completions", request: object = None) -> Capture:
     capture = Capture("trc_test", PRINCIPAL, target, "POST", path)
     capture.started = time.time()
     capture.request_body = orjson.dumps(request or {"model": "llama-3.1-8b-instant", "messages": []})

@@ -13,7 +13,7 @@ import pytest
 from accounts import keys
 from accounts.services import api_key_revoke
 from tests.factories import ApiKeyFactory
-from traces.models import Upstream
+from traces.proxy.models import Upstream
 
 from .conftest import READ_TIMEOUT
 

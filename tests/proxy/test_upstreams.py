@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from config.crypto import encrypt_json
-from traces.models import Upstream
 from traces.proxy import services
+from traces.proxy.models import Upstream
 
 HELLO = [{"role": "user", "content": "Hi"}]
 CHAT = {"model": "llama-3.1-8b-instant", "messages": HELLO}

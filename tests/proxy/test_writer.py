@@ -21,13 +21,13 @@ from django.conf import settings
 from django.db import OperationalError
 
 from accounts.principals import KeyPrincipal
+from pipeline.services import traces_ingest
 from tests.factories import ApiKeyFactory
 from traces.ids import new_trace_id
 from traces.models import Trace
 from traces.proxy.capture import Capture
 from traces.proxy.upstreams import builtin_targets
 from traces.proxy.writer import Spool, TraceWriter
-from traces.services import traces_ingest
 
 from .tcp_fault import TcpFault
 

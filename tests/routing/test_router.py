@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from routing.conditions import ALWAYS, compile_condition
 from routing.router import (
     CompiledRouting,
     CompiledRule,
     DestinationSpec,
     RoutingResult,
-    always,
     policy_rate,
     route,
     sample_point,
@@ -149,19 +149,17 @@ def test_no_rules_route_nowhere():
     assert result == RoutingResult((), sample_point("trc_a"), 1.0, "default sample rate", ())
 
 
-def test_hand_built_predicates_work_and_their_failures_do_not_match():
-    def broken(_: Any) -> bool:
-        raise ValueError("boom")
-
+def test_hand_built_rules_work_and_a_condition_failing_at_run_time_does_not_match():
+    failing = compile_condition('metadata.env == "prod"')  # no `env` key in this trace's metadata
     compiled = CompiledRouting(
         rules=(
-            CompiledRule("plain", 1, always, (DestinationSpec("a"),)),
-            CompiledRule("broken", 2, broken, (DestinationSpec("b"),)),
+            CompiledRule("plain", 1, ALWAYS, (DestinationSpec("a"),)),
+            CompiledRule("broken", 2, failing, (DestinationSpec("b"),)),
         )
     )
     result = route(ctx(), compiled)
     assert result.destinations == ["a"]
-    assert result.errors == (("broken", "ValueError: boom"),)
+    assert [rule for rule, _ in result.errors] == ["broken"] and result.errors[0][1]
 
 
 # --- Reasons and explanations ----------------------------------------------------------------

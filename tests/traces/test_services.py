@@ -8,8 +8,8 @@ from django.db import connection
 from accounts.principals import KeyPrincipal
 from delivery import outbox
 from delivery.models import Delivery
+from pipeline.services import traces_ingest
 from traces.models import Trace
-from traces.services import traces_ingest
 
 from ..factories import ApiKeyFactory, RoutingRuleFactory, TeamFactory
 

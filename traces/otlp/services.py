@@ -10,7 +10,7 @@ from django.conf import settings
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from accounts.principals import KeyPrincipal
-from traces.services import traces_ingest
+from pipeline.services import traces_ingest
 
 from .mapping import SpanRefused, span_to_item
 from .spans import iter_spans

@@ -8,7 +8,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from ..models import Upstream
+from .models import Upstream
 from .services import (
     InvalidUpstream,
     UpstreamInput,

@@ -25,8 +25,8 @@ from accounts.permissions import principal_of, scoped
 from config.fields import StrictBooleanField, StrictCharField
 from config.problems import Problem, json_object, problem_responses, validation_problem
 
-from ..models import Upstream, UpstreamKind
 from . import services
+from .models import Upstream, UpstreamKind
 from .selectors import upstream_for_team, upstreams_for_team
 
 TAG = "Proxy upstreams"

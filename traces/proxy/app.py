@@ -31,39 +31,23 @@ from accounts.models import Scope
 from accounts.principals import KeyPrincipal
 from accounts.selectors import principal_for_key
 from config import invalidation
+from config.asgi_io import PROBLEM, BodyReader, ClientGone, send_json, send_whole
 from config.asgi_types import AsgiScope, Receive, Send
-from config.problems import PROBLEM_CONTENT_TYPE, problem_body
+from config.problems import Problem, problem_parts
 
 from ..ids import new_trace_id
-from ..normalize import MAX_METADATA_KEY_LENGTH, MAX_TAG_LENGTH, TEXT_LIMITS
 from .cache import AsyncTTLCache
-from .capture import SERVER_METADATA_KEYS, Capture, StreamBody, endpoint_of
+from .capture import Capture, StreamBody
 from .conf import ProxySettings
+from .request import PREFIX, Incoming, choose_target, prepare_stream, read_service_headers
 from .sse import UsageFilter
-from .upstreams import Target, TeamUpstreams, builtin_targets, load_team_upstreams
+from .upstreams import ResolvedUpstream, TeamUpstreams, builtin_targets, load_team_upstreams
 from .writer import TraceWriter
 
 log = logging.getLogger(__name__)
 
-PREFIX = "/api/v1/proxy/"
-_PREFIX_BYTES = PREFIX.encode()
-# Never forwarded upstream: hop-by-hop headers, and ones aiohttp sets itself from the URL and body.
-REQUEST_DROP = frozenset(
-    {
-        b"connection",
-        b"keep-alive",
-        b"proxy-connection",
-        b"proxy-authorization",
-        b"te",
-        b"trailer",
-        b"transfer-encoding",
-        b"upgrade",
-        b"host",
-        b"content-length",
-        b"accept-encoding",  # replaced: we only ask for encodings the trace writer can read
-        b"expect",
-    }
-)
+__all__ = ["PREFIX", "ProxyApp"]
+
 # Never passed back: hop-by-hop headers, and date/server, which the ASGI server writes itself.
 RESPONSE_DROP = frozenset(
     {
@@ -78,9 +62,7 @@ RESPONSE_DROP = frozenset(
         b"server",
     }
 )
-CREDENTIAL_HEADERS = frozenset({b"authorization", b"x-api-key", b"api-key"})
 READ_WHOLE_MAX = 1024 * 1024  # a non-stream answer up to this size is read whole and sent in one piece
-_INJECTABLE = frozenset({"chat", "completions"})
 
 
 class _Watch:
@@ -164,134 +146,88 @@ class ProxyApp:
     # -- the request ------------------------------------------------------------------------------
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        """Authenticate, choose the target, read the body, prepare the stream, forward; then hand the
+        capture to the writer. A refusal before forwarding is a problem+json answer and no trace."""
         if self.session is None:
             await self._ensure_started()
-        assert self.session is not None and self.writer is not None
+        assert self.writer is not None
         trace_id = new_trace_id()
         id_header = (b"x-service-id", trace_id.encode())
         t0 = perf_counter()
         started = time()
+        incoming = Incoming(scope["headers"])
+        try:
+            principal, team = await self._authenticate(incoming)
+            raw_path: bytes = scope.get("raw_path") or scope["path"].encode()
+            target, rest = choose_target(raw_path, incoming.service, team, (self.openai, self.anthropic))
+            capture = Capture(trace_id, principal, target, scope["method"], rest.decode("latin-1"))
+            capture.started = started
+            capture.request_type = incoming.content_type
+            if incoming.service:
+                read_service_headers(incoming.service, capture, self.settings)  # type: ignore[arg-type]
+            # The request body, whole (LLM requests are small; the limit guards the rest).
+            limit = self.settings.max_body_bytes  # type: ignore[union-attr]
+            capture.request_body = await BodyReader(receive).read(limit, "A request body")
+        except ClientGone:
+            return  # gone before it finished sending: nothing was called
+        except Problem as refused:
+            return await _problem(send, id_header, refused)
+        body, usage_filter, streaming = prepare_stream(capture, capture.request_body)
+        headers = self._upstream_headers(incoming, target, streaming)
+        url = self._url(target.base_url, rest, scope.get("query_string", b""))
+        try:
+            await self._forward_watched(scope, receive, send, capture, url, body, headers, usage_filter, id_header, t0)
+        finally:
+            capture.latency_ms = (perf_counter() - t0) * 1000
+            self.writer.submit(capture)
 
-        service: dict[bytes, bytes] = {}
-        forward: list[tuple[str, str]] = []
-        has_credentials = False
-        accept_encoding = b""
-        content_type = b""
-        for name, value in scope["headers"]:
-            if name.startswith(b"x-service-"):
-                service[name] = value
-            elif name in REQUEST_DROP:
-                if name == b"accept-encoding":
-                    accept_encoding = value
-            else:
-                if name in CREDENTIAL_HEADERS:
-                    has_credentials = True
-                elif name == b"content-type":
-                    content_type = value
-                forward.append((name.decode("latin-1"), value.decode("latin-1")))
-
-        # Who is calling: refused without a database look-up when malformed, cached when known.
-        raw_key = service.get(b"x-service-key", b"").decode("latin-1").strip()
+    async def _authenticate(self, incoming: Incoming) -> tuple[KeyPrincipal, TeamUpstreams]:
+        """Who is calling: refused without a database look-up when malformed, cached when known."""
+        raw_key = incoming.key
         if not raw_key:
-            return await _problem(send, id_header, 401, "missing-key", "Send your tracerelay API key in X-Service-Key.")
+            raise Problem(401, "missing-key", "Send your tracerelay API key in X-Service-Key.")
         try:
             principal = await self.keys.get(raw_key) if keys.parse(raw_key) is not None else None
             team = await self.upstreams.get(principal.team_id) if principal is not None else None
         except Exception:  # database and cache both out, and nothing cached for this key yet
             log.exception("proxy: key or upstream look-up failed")
-            return await _problem(send, id_header, 503, "unavailable", "Keys cannot be checked right now; retry.")
+            raise Problem(503, "unavailable", "Keys cannot be checked right now; retry.") from None
         if principal is None or team is None:
-            detail = "The X-Service-Key is malformed, unknown or revoked."
-            return await _problem(send, id_header, 401, "invalid-key", detail)
+            raise Problem(401, "invalid-key", "The X-Service-Key is malformed, unknown or revoked.")
         if not principal.has_scope(Scope.PROXY):
-            return await _problem(send, id_header, 403, "insufficient-scope", "This key may not use the proxy.")
+            raise Problem(403, "insufficient-scope", "This key may not use the proxy.")
+        return principal, team
 
-        # Where to: /u/<name>/..., /anthropic/..., X-Service-Upstream, else the team's default.
-        raw_path: bytes = scope.get("raw_path") or scope["path"].encode()
-        rest = raw_path[len(_PREFIX_BYTES) :]
-        target: Target | None
-        if rest.startswith(b"u/"):
-            name, _, rest = rest[2:].partition(b"/")
-            target = team.by_name.get(name.decode("latin-1"))
-            if target is None:
-                return await _problem(
-                    send, id_header, 404, "unknown-upstream", f"This team has no upstream named {name.decode()!r}."
-                )
-        elif rest.startswith(b"anthropic/"):
-            rest = rest[10:]
-            target = team.anthropic_default or self.anthropic
-        elif b"x-service-upstream" in service:
-            name = service[b"x-service-upstream"].strip()
-            target = team.by_name.get(name.decode("latin-1"))
-            if target is None:
-                return await _problem(
-                    send, id_header, 404, "unknown-upstream", f"This team has no upstream named {name.decode()!r}."
-                )
-        else:
-            target = team.default or self.openai
-        if b".." in rest and b".." in rest.split(b"/"):
-            return await _problem(send, id_header, 400, "bad-path", "The proxied path may not contain '..' segments.")
-
-        capture = Capture(trace_id, principal, target, scope["method"], rest.decode("latin-1"))
-        capture.started = started
-        capture.request_type = content_type
-        if service:
-            problem = _read_service_headers(service, capture, self.settings)  # type: ignore[arg-type]
-            if problem:
-                return await _problem(send, id_header, 400, "invalid-header", problem)
-
-        # The request body, whole (LLM requests are small; the limit guards the rest).
-        body = b""
-        more = True
-        limit = self.settings.max_body_bytes  # type: ignore[union-attr]
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return  # gone before it finished sending: nothing was called
-            chunk = message.get("body", b"")
-            body = body + chunk if body else chunk
-            more = message.get("more_body", False)
-            if len(body) > limit:
-                detail = f"Request bodies are limited to {limit} bytes."
-                return await _problem(send, id_header, 413, "payload-too-large", detail)
-        capture.request_body = body
-
-        # A streamed chat completion: ask for usage if the client did not, and hide it again below.
-        usage_filter: UsageFilter | None = None
-        streaming = False
-        if b'"stream"' in body and not target.is_anthropic:
-            try:
-                request_json = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                request_json = None  # the upstream will say what is wrong with it
-            if isinstance(request_json, dict):
-                capture.request_json = request_json  # saves the writer parsing it again
-            if isinstance(request_json, dict) and request_json.get("stream") is True:
-                streaming = True
-                options = request_json.get("stream_options")
-                wants_usage = isinstance(options, dict) and options.get("include_usage") is True
-                injectable = options is None or isinstance(options, dict)
-                if not wants_usage and injectable and endpoint_of(capture.path, target.kind) in _INJECTABLE:
-                    body = orjson.dumps({**request_json, "stream_options": {**(options or {}), "include_usage": True}})
-                    usage_filter = UsageFilter()
-                    capture.usage_injected = True
-        elif b'"stream"' in body:
-            streaming = b'"stream":true' in body or b'"stream": true' in body
-
-        if not has_credentials and target.auth_header is not None:
+    def _upstream_headers(self, incoming: Incoming, target: ResolvedUpstream, streaming: bool) -> list[tuple[str, str]]:
+        """The client's headers, plus the upstream's key when the client brings none, its extra headers,
+        and the encodings the trace writer can read."""
+        forward = incoming.forward
+        if not incoming.has_credentials and target.auth_header is not None:
             forward.append(target.auth_header)
         if target.headers:
             sent = {name.lower() for name, _ in forward}
             forward.extend(h for h in target.headers if h[0] not in sent)
-        forward.append(("accept-encoding", "identity" if streaming else self._encoding_for(accept_encoding)))
+        forward.append(("accept-encoding", "identity" if streaming else self._encoding_for(incoming.accept_encoding)))
+        return forward
 
-        query: bytes = scope.get("query_string", b"")
-        url = self._url(target.base_url, rest, query)
-
+    async def _forward_watched(
+        self,
+        scope: AsgiScope,
+        receive: Receive,
+        send: Send,
+        capture: Capture,
+        url: URL,
+        body: bytes,
+        headers: list[tuple[str, str]],
+        usage_filter: UsageFilter | None,
+        id_header: tuple[bytes, bytes],
+        t0: float,
+    ) -> None:
+        """`_forward`, cancelled when the client hangs up (which the trace then says)."""
         watch = _Watch()
         watcher = asyncio.create_task(_watch_disconnect(receive, asyncio.current_task(), watch))  # type: ignore[arg-type]
         try:
-            await self._forward(scope, send, capture, url, body or None, forward, usage_filter, id_header, t0)
+            await self._forward(scope, send, capture, url, body or None, headers, usage_filter, id_header, t0)
         except asyncio.CancelledError:
             if not watch.disconnected:
                 raise
@@ -303,8 +239,6 @@ class ProxyApp:
         finally:
             watch.done = True
             watcher.cancel()
-            capture.latency_ms = (perf_counter() - t0) * 1000
-            self.writer.submit(capture)
 
     async def _forward(
         self,
@@ -332,8 +266,7 @@ class ProxyApp:
                     data = await response.read()
                     capture.response_body = data
                     out.append(id_header)
-                    await send({"type": "http.response.start", "status": response.status, "headers": out})
-                    await send({"type": "http.response.body", "body": data})
+                    await send_whole(send, response.status, data, out)
                     return
                 await self._stream(send, capture, response, out, usage_filter, id_header, is_sse, t0)
         except TimeoutError:
@@ -342,14 +275,14 @@ class ProxyApp:
             capture.status_code = 504
             capture.error_type = "upstream_timeout"
             capture.error_message = f"{capture.target.name} did not answer in time."
-            await _problem(send, id_header, 504, "upstream-timeout", capture.error_message)
+            await _problem(send, id_header, Problem(504, "upstream-timeout", capture.error_message))
         except aiohttp.ClientError as exc:
             if isinstance(capture.response_body, StreamBody):
                 return
             capture.status_code = 502
             capture.error_type = "upstream_unreachable"
             capture.error_message = f"{capture.target.name} could not be reached: {exc}"[:1000]
-            await _problem(send, id_header, 502, "upstream-unreachable", capture.error_message)
+            await _problem(send, id_header, Problem(502, "upstream-unreachable", capture.error_message))
 
     async def _stream(
         self,
@@ -415,48 +348,6 @@ class ProxyApp:
         return cached
 
 
-def _read_service_headers(service: dict[bytes, bytes], capture: Capture, settings: ProxySettings) -> str | None:
-    """Fill the capture from the X-Service-* headers; the problem's detail when one is invalid."""
-    raw = service.get(b"x-service-tags")
-    if raw is not None:
-        tags = [t.strip() for t in raw.decode("utf-8", "replace").split(",") if t.strip()]
-        if len(tags) > settings.max_tags:
-            return f"X-Service-Tags: at most {settings.max_tags} tags; got {len(tags)}."
-        if any(len(t) > MAX_TAG_LENGTH for t in tags):
-            return f"X-Service-Tags: each tag must be at most {MAX_TAG_LENGTH} characters."
-        capture.tags = list(dict.fromkeys(tags))
-    raw = service.get(b"x-service-metadata")
-    if raw is not None:
-        try:
-            metadata = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            return f"X-Service-Metadata must be a JSON object: {exc}"
-        if not isinstance(metadata, dict):
-            return "X-Service-Metadata must be a JSON object."
-        room = settings.max_metadata_keys - len(SERVER_METADATA_KEYS)  # the proxy's own keys always fit
-        if len(metadata) > room:
-            return f"X-Service-Metadata: at most {room} keys; got {len(metadata)}."
-        reserved = sorted(SERVER_METADATA_KEYS.intersection(metadata))
-        if reserved:
-            return f"X-Service-Metadata: '{reserved[0]}' is written by tracerelay itself; use another key."
-        if any(not key or len(key) > MAX_METADATA_KEY_LENGTH for key in metadata):
-            return f"X-Service-Metadata: keys must be 1 to {MAX_METADATA_KEY_LENGTH} characters."
-        capture.metadata = metadata
-    for header, attribute in (
-        (b"x-service-session-id", "session_id"),
-        (b"x-service-user-id", "user_id"),
-        (b"x-service-environment", "environment"),
-    ):
-        raw = service.get(header)
-        if raw is not None:
-            value = raw.decode("utf-8", "replace").strip()
-            limit = TEXT_LIMITS[attribute]  # the trace pipeline's own limits: a header it would refuse is a 400 here
-            if len(value) > limit:
-                return f"{header.decode().title()}: at most {limit} characters."
-            setattr(capture, attribute, value)
-    return None
-
-
 async def _watch_disconnect(receive: Receive, task: asyncio.Task[Any], watch: _Watch) -> None:
     """Cancel the request's task when the client hangs up (uvicorn reports it on `receive`)."""
     while True:
@@ -475,15 +366,11 @@ def _sse_error(anthropic: bool, kind: str, message: str) -> bytes:
     return b"data: " + orjson.dumps({"error": {"type": kind, "message": message}}) + b"\n\n"
 
 
-async def _problem(send: Send, id_header: tuple[bytes, bytes], status: int, slug: str, detail: str) -> None:
-    body = orjson.dumps(problem_body(status, slug, detail))
-    headers = [
-        (b"content-type", PROBLEM_CONTENT_TYPE.encode()),
-        (b"content-length", str(len(body)).encode()),
-        id_header,
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+async def _problem(send: Send, id_header: tuple[bytes, bytes], exc: Problem) -> None:
+    # problem+json as the API renders it, less the Bearer challenge on a 401: the proxy's key goes
+    # in X-Service-Key, not in Authorization (which is forwarded to the upstream).
+    body, _ = problem_parts(exc)
+    await send_json(send, exc.status_code, body, PROBLEM, (id_header,))
 
 
 def _team(key: str | None) -> int | None:

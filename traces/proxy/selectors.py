@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from ..models import Upstream
+from .models import Upstream
 
 
 def upstreams_for_team(team_id: int) -> QuerySet[Upstream]:

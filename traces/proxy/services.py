@@ -22,7 +22,7 @@ from config.problems import InvalidInput
 from integrations.exporters.configs import is_sensitive_header
 from integrations.urlguard import UnsafeDestination, check_url
 
-from ..models import Upstream, UpstreamKind
+from .models import Upstream, UpstreamKind
 from .upstreams import stored_secrets
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,49}$")

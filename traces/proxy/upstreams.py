@@ -1,6 +1,6 @@
 """Where a proxied call goes: the built-in OpenAI and Anthropic upstreams, or one of the team's own.
 
-`Target` is the plain, immutable form of an `Upstream` row (provider key decrypted) that the hot
+`ResolvedUpstream` is the plain, immutable form of an `Upstream` row (provider key decrypted) that the hot
 path reads; `TeamUpstreams` is what the in-process cache holds per team.
 """
 
@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from config.crypto import decrypt_json
 
-from ..models import Upstream, UpstreamKind
+from .models import Upstream, UpstreamKind
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ KIND_PROVIDERS: dict[str, str] = {UpstreamKind.ANTHROPIC: "anthropic", UpstreamK
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class ResolvedUpstream:
     name: str
     kind: str
     base_url: str  # without a trailing slash: the proxied path is appended after "/"
@@ -53,18 +53,18 @@ class Target:
 
 @dataclass(frozen=True, slots=True)
 class TeamUpstreams:
-    by_name: Mapping[str, Target] = field(default_factory=dict)
-    default: Target | None = None  # for OpenAI-style paths
-    anthropic_default: Target | None = None  # for /proxy/anthropic/...
+    by_name: Mapping[str, ResolvedUpstream] = field(default_factory=dict)
+    default: ResolvedUpstream | None = None  # for OpenAI-style paths
+    anthropic_default: ResolvedUpstream | None = None  # for /proxy/anthropic/...
 
 
 NO_UPSTREAMS = TeamUpstreams(by_name=MappingProxyType({}))
 
 
-def builtin_targets(openai_base_url: str, anthropic_base_url: str) -> tuple[Target, Target]:
+def builtin_targets(openai_base_url: str, anthropic_base_url: str) -> tuple[ResolvedUpstream, ResolvedUpstream]:
     return (
-        Target("openai", UpstreamKind.OPENAI, openai_base_url.rstrip("/"), "openai"),
-        Target("anthropic", UpstreamKind.ANTHROPIC, anthropic_base_url.rstrip("/"), "anthropic"),
+        ResolvedUpstream("openai", UpstreamKind.OPENAI, openai_base_url.rstrip("/"), "openai"),
+        ResolvedUpstream("anthropic", UpstreamKind.ANTHROPIC, anthropic_base_url.rstrip("/"), "anthropic"),
     )
 
 
@@ -83,7 +83,7 @@ def stored_secrets(upstream: Upstream) -> dict[str, Any]:
     return decrypt_json(upstream.api_key) if upstream.api_key else {}
 
 
-def target_for(upstream: Upstream) -> Target:
+def target_for(upstream: Upstream) -> ResolvedUpstream:
     provider = upstream.provider or KIND_PROVIDERS.get(upstream.kind, "")
     if not provider:
         provider = KNOWN_HOSTS.get((urlsplit(upstream.base_url).hostname or "").lower(), "")
@@ -94,7 +94,7 @@ def target_for(upstream: Upstream) -> Target:
         log.error("upstream %s (team %s): stored secrets cannot be decrypted", upstream.name, upstream.team_id)
         secrets = {}
     headers = {**(upstream.headers or {}), **(secrets.get("headers") or {})}
-    return Target(
+    return ResolvedUpstream(
         name=upstream.name,
         kind=upstream.kind,
         base_url=upstream.base_url.rstrip("/"),

@@ -21,7 +21,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -30,8 +30,8 @@ import orjson
 from django.db import DataError, IntegrityError, close_old_connections, connections
 
 from accounts.principals import KeyPrincipal
+from pipeline.services import store_parts, traces_ingest
 
-from ..services import traces_ingest
 from .capture import Capture, build_trace
 
 log = logging.getLogger(__name__)
@@ -315,27 +315,23 @@ class TraceWriter:
         return left
 
     def _ingest_group(self, principal: KeyPrincipal, traces: list[dict[str, Any]]) -> None:
-        try:
-            results = self.ingest(principal=principal, items=traces, source="proxy")
-        except PERMANENT_ERRORS:
-            # One item the database refuses (its team deleted meanwhile...) must not hold the rest:
-            # store one by one and set aside only the ones refused. An outage still raises.
-            for trace in traces:
-                try:
-                    results = self.ingest(principal=principal, items=[trace], source="proxy")
-                except PERMANENT_ERRORS as exc:
-                    self._reject(principal, trace, {"exception": repr(exc)[:1000]})
+        # One item the database refuses (its team deleted meanwhile...) must not hold the rest: on a
+        # permanent error each trace is stored alone, and only the ones refused are set aside. An
+        # outage (any other error) still raises.
+        outcomes = store_parts(
+            [[trace] for trace in traces],
+            lambda items: self.ingest(principal=principal, items=items, source="proxy"),
+            refused=PERMANENT_ERRORS,
+        )
+        for trace, outcome in zip(traces, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                self._reject(principal, trace, {"exception": repr(outcome)[:1000]})
+                continue
+            for result in outcome:  # one: this trace's
+                if result.errors:
+                    self._reject(principal, trace, result.errors)
                 else:
-                    self._count(principal, [trace], results)
-            return
-        self._count(principal, traces, results)
-
-    def _count(self, principal: KeyPrincipal, traces: list[dict[str, Any]], results: Iterable[Any]) -> None:
-        for result in results:
-            if result.errors:
-                self._reject(principal, traces[result.index], result.errors)
-            else:
-                self.stats.stored += 1
+                    self.stats.stored += 1
 
     def _reject(self, principal: KeyPrincipal, trace: dict[str, Any], reason: Any) -> None:
         log.error("proxy trace %s refused by ingest, kept in %s: %s", trace.get("id"), self.spool.directory, reason)

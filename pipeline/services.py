@@ -1,15 +1,17 @@
 """Trace ingestion: normalise → price → route → one transaction (traces + outbox rows) → enqueue.
 
 Every front door (the REST API, batches, OTLP, the proxy's background writer) calls
-`traces_ingest`. It runs its own transaction, so it works in a request and in any thread.
+`traces_ingest`, or its two halves: `traces_normalize` (CPU only, fine on an event loop) and
+`traces_store` (the database; any thread). Each store runs its own transaction, so it works in a
+request and in any thread.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -21,13 +23,15 @@ from delivery.outbox import deliveries_for, enqueue_on_commit
 from privacy.records import stored_records
 from routing.router import RoutingResult, route
 from routing.selectors import compiled_routing
-
-from .models import Trace, _uuid7
-from .normalize import TraceValidationError, normalize_trace
-from .records import TraceRecord
-from .signals import traces_stored
+from traces.models import Trace, _uuid7
+from traces.normalize import TraceValidationError, normalize_trace
+from traces.records import TraceRecord
+from traces.signals import traces_stored
 
 log = logging.getLogger(__name__)
+
+Item = TypeVar("Item")
+Stored = TypeVar("Stored")
 
 
 @dataclass(slots=True)
@@ -60,6 +64,48 @@ def traces_ingest(*, principal: KeyPrincipal, items: Sequence[Mapping[str, Any]]
         for entry, (row, created) in zip(pending, traces_store(pending), strict=True):
             results[entry.index] = IngestResult(entry.index, row, created, None, 201 if created else 200)
     return [r for r in results if r is not None]
+
+
+def store_parts(
+    parts: Sequence[Sequence[Item]],
+    store: Callable[[list[Item]], Sequence[Stored]],
+    *,
+    refused: tuple[type[BaseException], ...] = (Exception,),
+    after_failure: Callable[[], None] | None = None,
+) -> list[Sequence[Stored] | BaseException]:
+    """Store every part with one ``store`` call; when it raises one of ``refused``, store each part
+    with a call of its own, so that one part's trouble does not fail the others (the group-commit
+    writer's requests, the proxy writer's traces). Per part: its results, in order (``store``
+    returns one per item, in order), or what its own call raised. A single part is not tried twice.
+    Anything not in ``refused`` propagates: an outage is the caller's to handle."""
+    try:
+        results = store([item for part in parts for item in part])
+    except refused as exc:
+        if after_failure is not None:
+            after_failure()
+        if len(parts) == 1:
+            return [exc]
+        return [_store_alone(part, store, refused, after_failure) for part in parts]
+    out: list[Sequence[Stored] | BaseException] = []
+    start = 0
+    for part in parts:
+        out.append(results[start : start + len(part)])
+        start += len(part)
+    return out
+
+
+def _store_alone(
+    part: Sequence[Item],
+    store: Callable[[list[Item]], Sequence[Stored]],
+    refused: tuple[type[BaseException], ...],
+    after_failure: Callable[[], None] | None,
+) -> Sequence[Stored] | BaseException:
+    try:
+        return store(list(part))
+    except refused as exc:
+        if after_failure is not None:
+            after_failure()
+        return exc
 
 
 def traces_normalize(
