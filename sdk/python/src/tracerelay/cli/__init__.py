@@ -24,7 +24,8 @@ Handler = Callable[[Session, argparse.Namespace, Output], int]
 
 
 def _common() -> argparse.ArgumentParser:
-    """Options every command takes, before or after its name (defaults are set once, on the main parser)."""
+    """Options every command takes, before or after its name. SUPPRESS: a subcommand's parser must not
+    overwrite what the main one read (`main` supplies the defaults); the action objects are shared."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--base-url",
@@ -47,7 +48,6 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 server error, 2 usage, 3 not logged in / refused credentials, 4 forbidden, "
         "5 not found, 6 invalid input, 7 server unreachable, 8 throttled, 130 interrupted. See docs/cli.md.",
     )
-    parser.set_defaults(base_url=None, team=None, json=False)
     parser.add_argument("--version", action="version", version=f"tracerelay {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -126,10 +126,13 @@ def _no_subcommand(session: Session, args: argparse.Namespace, out: Output) -> i
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    out = Output(bool(args.json))
     try:
-        session = Session(args.base_url, args.team)
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit:  # argparse: --help, --version (0) or a bad command line (2), already printed
+        return exit.code if isinstance(exit.code, int) else USAGE
+    out = Output(bool(getattr(args, "json", False)))
+    try:
+        session = Session(getattr(args, "base_url", None), getattr(args, "team", None))
         return int(args.handler(session, args, out))
     except CliError as error:
         if out.as_json:

@@ -207,8 +207,8 @@ def traces_tail(session: Session, args: argparse.Namespace, out: Output) -> int:
         first = session.call("GET", "/api/v1/traces", query=[*query, ("limit", str(max(args.last, 1)))], team=True)
         cursor = first.body["newest_cursor"]
         backlog = first.body["data"][: args.last] if args.last else []
-        if not out.as_json:
-            out.note(f"Tailing traces of team {session.team_id()} every {args.interval:g}s (Ctrl-C to stop).")
+        # On stderr, with --json too (stdout stays JSON lines): from here on, new traces are printed.
+        out.note(f"Tailing traces of team {session.team_id()} every {args.interval:g}s (Ctrl-C to stop).")
         while True:
             for trace in reversed(backlog):
                 if not out.json(trace):
