@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib.auth import authenticate, get_user_model, password_validation
 from django.core.exceptions import ValidationError as DjangoValidationError
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -87,8 +87,7 @@ class MeSerializer(serializers.Serializer):
     teams = AccountTeamSerializer(many=True)
 
 
-class TeamListSerializer(serializers.Serializer):
-    data = AccountTeamSerializer(many=True)
+TeamListSerializer = inline_serializer("AccountTeamList", {"data": AccountTeamSerializer(many=True)})
 
 
 class TeamApiKeySerializer(serializers.Serializer):
@@ -104,8 +103,7 @@ class TeamApiKeySerializer(serializers.Serializer):
     revoked_at = serializers.DateTimeField(allow_null=True)
 
 
-class TeamApiKeyListSerializer(serializers.Serializer):
-    data = TeamApiKeySerializer(many=True)
+TeamApiKeyListSerializer = inline_serializer("TeamApiKeyList", {"data": TeamApiKeySerializer(many=True)})
 
 
 class TeamApiKeyCreatedSerializer(serializers.Serializer):
