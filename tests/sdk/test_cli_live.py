@@ -252,3 +252,12 @@ def test_traces_tail_sees_new_traces_and_ctrl_c_exits_0(cli: Cli, tmp_path: Path
     # text mode, with the latest one first and a count to stop at
     code, out, _ = cli("traces", "tail", "--service", "shop", "--last", "1", "--count", "1")
     assert code == 0 and "gpt-4o-mini" in out and "error" in out
+
+
+def test_an_unreadable_credentials_file_asks_for_a_new_login(cli: Cli) -> None:
+    cli.credentials.parent.mkdir(parents=True)
+    cli.credentials.write_text("{not json")
+    code, _, err = cli("whoami")
+    assert code == 3 and "Log in again" in err
+    assert cli("signup", "--email", "z@example.com", "--password-stdin", stdin=PASSWORD)[0] == 0
+    assert cli.json("whoami")["user"]["email"] == "z@example.com"

@@ -117,7 +117,11 @@ class Session:
     """One command's view of the server: its URL, and the user token stored for it (if any)."""
 
     def __init__(self, base_url: str | None, team: str | None = None) -> None:
-        self.credentials = load_credentials()
+        self.unreadable: CliError | None = None
+        try:
+            self.credentials = load_credentials()
+        except CliError as error:  # signup and login still work (and replace the file)
+            self.credentials, self.unreadable = None, error
         stored_url = (self.credentials or {}).get("base_url")
         url = base_url or os.environ.get("TRACERELAY_BASE_URL") or stored_url or DEFAULT_BASE_URL
         parts = urllib.parse.urlsplit(url)
@@ -131,6 +135,8 @@ class Session:
     def token(self) -> str:
         """The stored token, only for the server it was issued by (never sent to another one)."""
         creds = self.credentials
+        if self.unreadable is not None:
+            raise self.unreadable
         if creds is None:
             raise CliError(f"Not logged in. Run: tracerelay login --base-url {self.base_url}", NOT_LOGGED_IN)
         if creds.get("base_url", "").rstrip("/") != self.base_url:
