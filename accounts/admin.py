@@ -1,5 +1,5 @@
 """The operator's admin: teams and members, API keys (created here they show the raw key once;
-revoke in bulk), and the audit log (read-only)."""
+revoke in bulk), people's user tokens (the CLI's; list and revoke), and the audit log (read-only)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from django.contrib import admin, messages
 from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 
-from .models import ApiKey, AuditEvent, Membership, Team
-from .services import api_key_create, api_key_revoke
+from .models import ApiKey, AuditEvent, Membership, Team, UserToken
+from .services import api_key_create, api_key_revoke, user_token_revoke
 
 
 class MembershipInline(admin.TabularInline):
@@ -138,3 +138,27 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
         return False
+
+
+@admin.register(UserToken)
+class UserTokenAdmin(admin.ModelAdmin):
+    """Made by `tracerelay login` / signup only (never here): listed, and revoked in bulk."""
+
+    list_display = ["prefix", "user", "name", "created_at", "expires_at", "last_used_at", "revoked_at"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["user__username", "prefix", "name"]
+    readonly_fields = ["user", "name", "prefix", "created_at", "expires_at", "last_used_at", "revoked_at"]
+    exclude = ["token_hash"]
+    actions = ["revoke_tokens"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: UserToken | None = None) -> bool:
+        return False
+
+    @admin.action(description="Revoke selected tokens")
+    def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[UserToken]) -> None:
+        for token_id in queryset.filter(revoked_at__isnull=True).values_list("id", flat=True):
+            user_token_revoke(token_id=token_id)
+        messages.success(request, "Revoked. Requests with those tokens are refused from now on.")

@@ -60,3 +60,17 @@ def display_prefix(raw: str) -> str:
     """What lists show of a key: its environment prefix and the first characters of the secret."""
     head = raw[: raw.index("_", 3) + 1]
     return raw[: len(head) + DISPLAY_PREFIX_CHARS]
+
+
+# User tokens (`tracerelay login`): ``tru_<40 base62>``. Their own prefix, so the API tells a person's
+# token from a team's key before any look-up.
+USER_TOKEN_PREFIX = "tru_"
+USER_TOKEN_RE = re.compile(r"^tru_[0-9A-Za-z]{40}$")
+
+
+def generate_user_token() -> str:
+    return USER_TOKEN_PREFIX + "".join(secrets.choice(ALPHABET) for _ in range(40))
+
+
+def is_user_token(raw: str) -> bool:
+    return raw.startswith(USER_TOKEN_PREFIX)

@@ -6,7 +6,17 @@ from django.utils import timezone
 
 from .roles import Abilities, Permission, Role, role_allows
 
-__all__ = ["ApiKey", "AuditEvent", "Environment", "Invitation", "Membership", "Role", "Scope", "Team"]
+__all__ = [
+    "ApiKey",
+    "AuditEvent",
+    "Environment",
+    "Invitation",
+    "Membership",
+    "Role",
+    "Scope",
+    "Team",
+    "UserToken",
+]
 
 
 class Team(models.Model):
@@ -87,6 +97,32 @@ ENVIRONMENT_SCOPES: dict[str, frozenset[str]] = {
 }
 
 
+# What a user token may do in a team it names (X-Team), by the user's role there: the API's scopes
+# for the dashboard's permissions (accounts.roles). Never ingest or proxy: those take an API key.
+PERMISSION_SCOPES: dict[Permission, frozenset[str]] = {
+    Permission.READ: frozenset(
+        {
+            Scope.TRACES_READ,
+            Scope.ANALYTICS_READ,
+            Scope.RULES_READ,
+            Scope.INTEGRATIONS_READ,
+            Scope.DELIVERIES_READ,
+            Scope.PII_READ,
+        }
+    ),
+    Permission.SEND_TEST_TRACES: frozenset({Scope.RULES_TEST}),
+    Permission.REPLAY_DELIVERIES: frozenset({Scope.DELIVERIES_WRITE}),
+    Permission.MANAGE_RULES: frozenset({Scope.RULES_WRITE}),
+    Permission.MANAGE_INTEGRATIONS: frozenset({Scope.INTEGRATIONS_WRITE, Scope.PII_WRITE}),
+    Permission.MANAGE_KEYS: frozenset(),
+    Permission.MANAGE_MEMBERS: frozenset(),
+}
+
+
+def role_scopes(role: str) -> frozenset[str]:
+    return frozenset().union(*(PERMISSION_SCOPES[p] for p in Permission if role_allows(role, p)))
+
+
 class ApiKey(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100, blank=True)
@@ -159,3 +195,27 @@ class Invitation(models.Model):
     @property
     def is_pending(self) -> bool:
         return self.accepted_at is None and self.revoked_at is None and self.expires_at > timezone.now()
+
+
+class UserToken(models.Model):
+    """A person's token for the API (the CLI's `tracerelay login`): hashed like API keys, expiring,
+    revocable. It acts for the user in any of their teams, with their role there (X-Team)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True, help_text="Where it was made, e.g. 'cli on laptop'.")
+    prefix = models.CharField(max_length=24, help_text="The first characters, shown in lists.")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None and self.expires_at > timezone.now()

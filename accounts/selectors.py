@@ -9,8 +9,8 @@ from django.utils import timezone
 from config import invalidation
 
 from . import keys
-from .models import ApiKey
-from .principals import KeyPrincipal
+from .models import ApiKey, Membership, UserToken, role_scopes
+from .principals import KeyPrincipal, TokenUser, UserPrincipal
 
 KEY_CACHE_TTL = 60  # seconds; revocation deletes the entry, so this only bounds staleness across caches
 # Each process also keeps principals a few seconds in memory: a Redis round trip per request is a
@@ -106,3 +106,52 @@ def _forget_local(digest: str | None) -> None:
 
 
 invalidation.subscribe(invalidation.API_KEYS, _forget_local)
+
+
+# --- User tokens (the CLI) ------------------------------------------------------------------------
+# Read from the database on every request, unlike keys: a person's few CLI calls are not a hot path,
+# and `logout` (or a role change) then takes effect at once in every process.
+
+
+def token_user(raw: str) -> TokenUser | None:
+    """The person behind a raw user token, or None for a malformed, unknown, revoked or expired one."""
+    if not keys.USER_TOKEN_RE.fullmatch(raw):
+        return None
+    now = timezone.now()
+    token = (
+        UserToken.objects.filter(token_hash=keys.digest(raw), revoked_at__isnull=True, expires_at__gt=now)
+        .select_related("user")
+        .only("id", "last_used_at", "user__id", "user__username", "user__is_active")
+        .first()
+    )
+    if token is None or not token.user.is_active:
+        return None
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+        UserToken.objects.filter(id=token.id).update(last_used_at=now)
+    return TokenUser(token.user.id, token.user.get_username(), token.id)
+
+
+def user_principal(user: TokenUser, team_id: int) -> UserPrincipal | None:
+    """``user`` acting in team ``team_id`` with their role's scopes; None when not a member."""
+    role = Membership.objects.filter(user_id=user.user_id, team_id=team_id).values_list("role", flat=True).first()
+    if role is None:
+        return None
+    return UserPrincipal(
+        key_id=0,
+        team_id=team_id,
+        environment="",
+        prefix=keys.USER_TOKEN_PREFIX,
+        scopes=role_scopes(role),
+        user_id=user.user_id,
+        username=user.username,
+        role=role,
+        token_id=user.token_id,
+    )
+
+
+def user_memberships(user_id: int) -> list[Membership]:
+    return list(Membership.objects.filter(user_id=user_id).select_related("team").order_by("team__name", "team_id"))
+
+
+def user_token_get(token_id: int) -> UserToken | None:
+    return UserToken.objects.filter(id=token_id).first()

@@ -14,7 +14,7 @@ from django.utils import timezone
 from config.problems import InvalidInput
 
 from . import keys
-from .models import ApiKey, AuditEvent, Environment, Invitation, Membership, Role, Team
+from .models import ApiKey, AuditEvent, Environment, Invitation, Membership, Role, Team, UserToken
 from .selectors import forget_key
 
 
@@ -87,6 +87,23 @@ def api_key_revoke(*, key: ApiKey, actor: str = "") -> ApiKey:
         audit(team=key.team, actor=actor or "system", action="api_key.revoke", target=key.prefix)
     forget_key(key.key_hash)
     return key
+
+
+def user_token_issue(*, user: Any, name: str = "") -> tuple[UserToken, str]:
+    """A new token for ``user`` (after a log-in or sign-up). The raw token is returned once, never stored."""
+    raw = keys.generate_user_token()
+    token = UserToken.objects.create(
+        user=user,
+        name=name[:100],
+        prefix=raw[:10],
+        token_hash=keys.digest(raw),
+        expires_at=timezone.now() + timedelta(seconds=settings.TRACERELAY_USER_TOKEN_TTL_S),
+    )
+    return token, raw
+
+
+def user_token_revoke(*, token_id: int) -> None:
+    UserToken.objects.filter(id=token_id, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
 def audit(

@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import F, Q, Value
 
 from traces.filters import TraceFilter
+from traces.models import llm_calls
 from traces.selectors import traces_for_team
 
 from . import sketch
@@ -132,7 +133,7 @@ _RAW_FIELDS = (
 
 def raw_queryset(team_id: int, trace_filter: TraceFilter, ranges: Ranges) -> Any:
     untimed = dataclasses.replace(trace_filter, since=None, until=None)
-    qs = traces_for_team(team_id, untimed)
+    qs = llm_calls(traces_for_team(team_id, untimed))  # as the rollups: no manual spans
     if ranges:
         from datetime import UTC, datetime
 

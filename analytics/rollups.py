@@ -19,7 +19,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from config.bulk import build_row, insert_rows
-from traces.models import Trace
+from traces.models import SPAN_PROVIDER, Trace
 
 from . import sketch
 from .models import COUNTERS, DIMENSIONS, GRAINS, ONE_DIMENSION, Kind, RollupDelta, RollupFields
@@ -52,6 +52,8 @@ def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
     log_gamma = sketch.LOG_GAMMA
     ceil, log = math.ceil, math.log
     for t in rows:
+        if t.provider == SPAN_PROVIDER:  # the SDK's manual blocks are no LLM calls (traces.models)
+            continue
         minute = int(t.timestamp.timestamp()) // 60 * 60
         status = t.status
         latency, ttft, cost = t.latency_ms, t.time_to_first_token_ms, t.cost

@@ -22,6 +22,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("reports.urls")),
     path("", include("alerts.urls")),
     path("", include("traces.otlp.urls")),
+    path("", include("accounts.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),

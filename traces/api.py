@@ -25,6 +25,7 @@ from pipeline.services import traces_ingest, traces_store
 from . import selectors
 from .filters import FILTER_PARAMS, STATUS_PATTERN, FilterError, parse_trace_filter
 from .ingest import check_json_headers, ingest_answer, ingest_payload, parse_json
+from .selectors import FLOOR_CURSOR, encode_cursor
 from .serializers import (
     BatchInSerializer,
     BatchResultSerializer,
@@ -114,6 +115,7 @@ FILTER_PARAMETERS = [
     ),
     OpenApiParameter("environment", _TEXT, description="`production`, `development`, `ci` or your own."),
     OpenApiParameter("session_id", _TEXT, description="Calls of this session (`session_id`)."),
+    OpenApiParameter("service_name", _TEXT, description="Calls of this service (`service_name`, exact)."),
     OpenApiParameter("user_id", _TEXT, description="Calls of this end user (`user_id`)."),
     OpenApiParameter("since", _TEXT, description="At or after this time (ISO 8601, e.g. 2025-01-31T12:00:00Z)."),
     OpenApiParameter("until", _TEXT, description="Before this time (ISO 8601)."),
@@ -150,14 +152,24 @@ class TraceListCreate(APIView):
                 "limit", {"type": "integer", "minimum": 1}, description="Page size (default 50, at most 500)."
             ),
             OpenApiParameter("cursor", str, description="`next_cursor` of the previous page."),
+            OpenApiParameter(
+                "after",
+                str,
+                description="Tailing: `newest_cursor` of an earlier answer. Only traces newer than it, newest "
+                "first, at most `limit` of them (the oldest of a larger burst first: poll again with the new "
+                "`newest_cursor` for the rest). Not with `cursor`.",
+            ),
         ],
         responses={200: TracePageSerializer, **problem_responses(400, 401, 403)},
     )
     def get(self, request: Request) -> HttpResponse:
         principal = principal_of(request)
-        reject_unknown_parameters(request.query_params, (*FILTER_PARAMS, "limit", "cursor"), prefixes=("metadata.",))
-        trace_filter = _filter_or_400(request.query_params)
-        limit = parse_limit(request.query_params.get("limit"), default=50, maximum=500)
+        params = request.query_params
+        reject_unknown_parameters(params, (*FILTER_PARAMS, "limit", "cursor", "after"), prefixes=("metadata.",))
+        trace_filter = _filter_or_400(params)
+        limit = parse_limit(params.get("limit"), default=50, maximum=500)
+        if params.get("after") is not None:
+            return self._newer(principal.team_id, trace_filter, params["after"], limit or 50, params.get("cursor"))
         try:
             rows, next_cursor = selectors.trace_page(
                 team_id=principal.team_id,
@@ -167,7 +179,21 @@ class TraceListCreate(APIView):
             )
         except selectors.CursorError as exc:
             raise Problem(400, "invalid-parameter", str(exc), errors={"cursor": [str(exc)]}, parameter="cursor")
-        return json_response({"data": [trace_json(t, full=False) for t in rows], "next_cursor": next_cursor})
+        newest = None if request.query_params.get("cursor") else (encode_cursor(rows[0]) if rows else FLOOR_CURSOR)
+        body = {"data": [trace_json(t, full=False) for t in rows], "next_cursor": next_cursor, "newest_cursor": newest}
+        return json_response(body)
+
+    @staticmethod
+    def _newer(team_id: int, trace_filter: Any, after: str, limit: int, cursor: str | None) -> HttpResponse:
+        if cursor is not None:
+            message = "Pass either `cursor` (older pages) or `after` (newer traces), not both."
+            raise Problem(400, "invalid-parameter", message, errors={"after": [message]}, parameter="after")
+        try:
+            rows, newest = selectors.traces_newer(team_id=team_id, trace_filter=trace_filter, after=after, limit=limit)
+        except selectors.CursorError as exc:
+            raise Problem(400, "invalid-parameter", str(exc), errors={"after": [str(exc)]}, parameter="after")
+        body = {"data": [trace_json(t, full=False) for t in rows], "next_cursor": None, "newest_cursor": newest}
+        return json_response(body)
 
     @extend_schema(
         tags=[TAG],

@@ -42,6 +42,7 @@ FILTER_PARAMS = (
     "environment",
     "session_id",
     "user_id",
+    "service_name",
     "since",
     "until",
     "time_range",
@@ -73,6 +74,7 @@ class TraceFilter:
     environment: str = ""
     session_id: str = ""
     user_id: str = ""
+    service_name: str = ""
     since: datetime | None = None
     until: datetime | None = None
     unpriced: bool | None = None
@@ -109,6 +111,8 @@ class TraceFilter:
             qs = qs.filter(session_id=self.session_id)
         if self.user_id:
             qs = qs.filter(user_id=self.user_id)
+        if self.service_name:
+            qs = qs.filter(service_name=self.service_name)
         if self.since is not None:
             qs = qs.filter(timestamp__gte=self.since)
         if self.until is not None:
@@ -152,6 +156,7 @@ def parse_trace_filter(
     values["environment"] = _text(lists, "environment")
     values["session_id"] = _text(lists, "session_id")
     values["user_id"] = _text(lists, "user_id")
+    values["service_name"] = _text(lists, "service_name")
 
     status_raw = _one(lists, "status")
     if status_raw is not None:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import uuid_utils
 from django.db import models
@@ -27,6 +28,17 @@ class Source(models.TextChoices):
     PROXY = "proxy"
     OTLP = "otlp"
     SDK = "sdk"
+
+
+# The provider of a trace that is no LLM call: a block of the application's own work sent by the
+# Python SDK (`tracerelay.trace()`, docs/sdk.md). The feed lists them; analytics and the session and
+# user counts of calls leave them out (`llm_calls`).
+SPAN_PROVIDER = "span"
+
+
+def llm_calls(qs: models.QuerySet[Any]) -> models.QuerySet[Any]:
+    """``qs`` without the SDK's manual spans."""
+    return qs.exclude(provider=SPAN_PROVIDER)
 
 
 class Trace(models.Model):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum
@@ -15,13 +15,17 @@ from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from config import cursors
 
 from .filters import TraceFilter
-from .models import Plant, Status, Trace
+from .models import SPAN_PROVIDER, Plant, Status, Trace
 
 FEED_DEFERRED = ("input", "output", "routing")
 
 
 class CursorError(ValueError):
     pass
+
+
+# Before every trace: `after` this cursor is everything the filter matches (an empty feed's tail starts here).
+FLOOR_CURSOR = cursors.encode_cursor(f"{datetime(1970, 1, 1, tzinfo=UTC).isoformat()}|{uuid.UUID(int=0)}")
 
 
 def encode_cursor(trace: Trace) -> str:
@@ -119,15 +123,16 @@ def trace_groups(*, team_id: int, field: str, trace_filter: TraceFilter, limit: 
             break
     if not ids:
         return []
+    llm = ~Q(provider=SPAN_PROVIDER)  # the SDK's manual blocks are listed, never counted as calls
     return list(
         matching.filter(**{f"{field}__in": list(ids)})
         .values(field)
         .annotate(
-            calls=Count("id"),
+            calls=Count("id", filter=llm),
             tokens=Sum("total_tokens"),
             cost=Sum("cost"),
-            unpriced=Count("id", filter=Q(unpriced=True)),
-            errors=Count("id", filter=~Q(status=Status.SUCCESS)),
+            unpriced=Count("id", filter=Q(unpriced=True) & llm),
+            errors=Count("id", filter=~Q(status=Status.SUCCESS) & llm),
             first_seen=Min("timestamp"),
             last_seen=Max("timestamp"),
         )

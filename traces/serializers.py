@@ -264,6 +264,10 @@ TracePageSerializer = inline_serializer(
         "next_cursor": serializers.CharField(
             allow_null=True, help_text="Pass as `cursor` for the next page; null at end."
         ),
+        "newest_cursor": serializers.CharField(
+            allow_null=True,
+            help_text="Pass as `after` to get only newer traces (tailing); null on an older page (`cursor`).",
+        ),
     },
 )
 

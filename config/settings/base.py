@@ -111,7 +111,10 @@ STATICFILES_DIRS = [BASE_DIR / "static"]  # the dashboard's stylesheet, scripts 
 # sync-only middleware would put a thread hop in front of every ASGI request, API calls included.
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.ApiKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "accounts.authentication.UserTokenAuthentication",
+        "accounts.authentication.ApiKeyAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["accounts.permissions.HasApiKey"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.jsonbody.JSONBodyParser"],

@@ -31,6 +31,8 @@ TRACERELAY_LOGIN_MAX_FAILURES = env.int("TRACERELAY_LOGIN_MAX_FAILURES", default
 TRACERELAY_LOGIN_WINDOW_S = env.int("TRACERELAY_LOGIN_WINDOW_S", default=15 * 60)
 # How long a team invitation link stays valid.
 TRACERELAY_INVITE_TTL_S = env.int("TRACERELAY_INVITE_TTL_S", default=7 * 24 * 3600)
+# How long a user token (the CLI's `tracerelay login`) stays valid; `tracerelay logout` revokes it sooner.
+TRACERELAY_USER_TOKEN_TTL_S = env.int("TRACERELAY_USER_TOKEN_TTL_S", default=30 * 24 * 3600)
 PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_TIMEOUT", default=3 * 3600)
 
 # Outgoing mail (password resets, invitations): the console by default; EMAIL_URL for SMTP, e.g.

@@ -97,3 +97,20 @@ def test_keys_cannot_be_deleted_only_revoked(operator, data):
 def test_a_member_without_staff_status_is_sent_to_log_in(client, data):
     client.force_login(UserFactory(username="plain"))
     assert client.get("/admin/accounts/apikey/").status_code == 302
+
+
+def test_user_tokens_are_listed_without_their_digest_and_revoked_in_bulk(operator, data):
+    from accounts.models import UserToken
+    from accounts.selectors import token_user
+    from accounts.services import user_token_issue
+
+    token, raw = user_token_issue(user=UserFactory(username="cli-user"), name="cli on laptop")
+    page = operator.get("/admin/accounts/usertoken/?q=cli-user").content.decode()
+    assert token.prefix in page and "cli on laptop" in page and token.token_hash not in page
+    change = operator.get(f"/admin/accounts/usertoken/{token.pk}/change/").content.decode()
+    assert token.token_hash not in change and raw not in change
+    assert operator.get("/admin/accounts/usertoken/add/").status_code == 403
+    assert token_user(raw) is not None
+    r = operator.post("/admin/accounts/usertoken/", {"action": "revoke_tokens", "_selected_action": [token.pk]})
+    assert r.status_code == 302 and UserToken.objects.get(pk=token.pk).revoked_at is not None
+    assert token_user(raw) is None

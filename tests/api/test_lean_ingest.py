@@ -12,6 +12,7 @@ from django.test import AsyncClient
 from accounts.services import api_key_revoke
 from delivery.models import Delivery
 from traces.models import Trace
+from traces.selectors import FLOOR_CURSOR
 
 from ..factories import ApiKeyFactory, RoutingRuleFactory, TeamFactory
 
@@ -191,7 +192,7 @@ def test_the_mount_answers_problems(key, settings):
 
 def test_the_mount_leaves_everything_else_to_django(key):
     status, _, data = asgi_call("GET", "/api/v1/traces", headers=auth(key))
-    assert status == 200 and orjson.loads(data) == {"data": [], "next_cursor": None}
+    assert status == 200 and orjson.loads(data) == {"data": [], "next_cursor": None, "newest_cursor": FLOOR_CURSOR}
     assert asgi_call("GET", "/healthz")[0] == 200
 
 

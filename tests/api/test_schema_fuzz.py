@@ -45,7 +45,7 @@ CONFIG = SchemathesisConfig.from_dict(
 # connect to whatever URL a generated config names: a fuzzer must not aim traffic off this machine).
 schema = (
     schemathesis.openapi.from_wsgi("/api/v1/schema/", get_wsgi_application(), config=CONFIG)
-    .include(path_regex=r"^/(api/v1/(traces|routing|integrations|deliveries|upstreams)|plants)")
+    .include(path_regex=r"^/(api/v1/(traces|routing|integrations|deliveries|upstreams|auth|teams)|plants)")
     .exclude(path_regex=r"^/api/v1/integrations/(\{[^}]+\}/)?test$")
 )
 

@@ -3,8 +3,8 @@
     import tracerelay
     tracerelay.init(service_name="checkout")   # api_key from TRACERELAY_API_KEY
 
-From then on every call made with `openai`, `anthropic` or `mistralai` (sync or async, streamed or
-not) becomes one trace. Nothing here raises into the application once `init` has returned, and no
+From then on every call made with `openai`, `anthropic`, `mistralai` or `google-genai` (sync or async,
+streamed or not) becomes one trace. Nothing here raises into the application once `init` has returned, and no
 call waits on the network: see docs/sdk.md.
 """
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from . import anthropic, mistral, openai
+from . import anthropic, google_genai, mistral, openai
 
 log = logging.getLogger("tracerelay")
 
@@ -25,6 +25,7 @@ LIBRARIES: dict[str, tuple[Callable[[], list[str]], Callable[[], None]]] = {
     "openai": (openai.install, openai.uninstall),
     "anthropic": (anthropic.install, anthropic.uninstall),
     "mistralai.client": (mistral.install, mistral.uninstall),
+    "google.genai.models": (google_genai.install, google_genai.uninstall),
 }
 
 _lock = threading.RLock()

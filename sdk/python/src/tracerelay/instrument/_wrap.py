@@ -60,7 +60,7 @@ def sync_method(
     endpoint: str,
     build: Build,
     *,
-    stream_attr: str = "_iterator",
+    stream_attr: str | None = "_iterator",
     prepare: Prepare | None = None,
     skip: Skip | None = None,
     streams: str | bool = "stream",
@@ -88,8 +88,13 @@ def sync_method(
                 client.record(call)
                 raise
             call.t1 = _perf()
-            if call.stream and _wrap_stream(result, stream_attr, call, skip if call.usage_injected else None):
-                return result
+            if call.stream:
+                if stream_attr is None and hasattr(result, "__next__"):  # the result is the iterator itself
+                    return _items(result, call, None)
+                if stream_attr is not None and _wrap_stream(
+                    result, stream_attr, call, skip if call.usage_injected else None
+                ):
+                    return result
             call.result = result
             client.record(call)
             return result
@@ -104,7 +109,7 @@ def async_method(
     endpoint: str,
     build: Build,
     *,
-    stream_attr: str = "_iterator",
+    stream_attr: str | None = "_iterator",
     prepare: Prepare | None = None,
     skip: Skip | None = None,
     streams: str | bool = "stream",
@@ -132,8 +137,13 @@ def async_method(
                 client.record(call)
                 raise
             call.t1 = _perf()
-            if call.stream and _wrap_async_stream(result, stream_attr, call, skip if call.usage_injected else None):
-                return result
+            if call.stream:
+                if stream_attr is None and hasattr(result, "__anext__"):
+                    return _async_items(result, call, None)
+                if stream_attr is not None and _wrap_async_stream(
+                    result, stream_attr, call, skip if call.usage_injected else None
+                ):
+                    return result
             call.result = result
             client.record(call)
             return result
@@ -150,35 +160,36 @@ def _wrap_stream(stream: Any, attr: str, call: Call, skip: Skip | None) -> bool:
         return False
     if not hasattr(inner, "__next__"):
         return False
-    chunks: list[Any] = []
-    call.chunks = chunks
-
-    def items() -> Iterator[Any]:
-        ended = False
-        try:
-            for item in inner:
-                chunks.append((_perf(), item))
-                if skip is not None and skip(item):
-                    continue
-                yield item
-            ended = True
-        except GeneratorExit:  # abandoned: the stream was dropped before its end
-            raise
-        except BaseException as exc:
-            call.error = exc
-            ended = True
-            raise
-        finally:
-            call.t1 = _perf() if ended or not chunks else chunks[-1][0]
-            client = _state.client
-            if client is not None:
-                client.record(call)
-
     try:
-        setattr(stream, attr, items())
+        setattr(stream, attr, _items(inner, call, skip))
     except Exception:
         return False
     return True
+
+
+def _items(inner: Iterator[Any], call: Call, skip: Skip | None) -> Iterator[Any]:
+    """``inner``'s items, each noted with when it came; the call is recorded when they end, fail or are dropped."""
+    chunks: list[Any] = []
+    call.chunks = chunks
+    ended = False
+    try:
+        for item in inner:
+            chunks.append((_perf(), item))
+            if skip is not None and skip(item):
+                continue
+            yield item
+        ended = True
+    except GeneratorExit:  # abandoned: the stream was dropped before its end
+        raise
+    except BaseException as exc:
+        call.error = exc
+        ended = True
+        raise
+    finally:
+        call.t1 = _perf() if ended or not chunks else chunks[-1][0]
+        client = _state.client
+        if client is not None:
+            client.record(call)
 
 
 def _wrap_async_stream(stream: Any, attr: str, call: Call, skip: Skip | None) -> bool:
@@ -188,32 +199,32 @@ def _wrap_async_stream(stream: Any, attr: str, call: Call, skip: Skip | None) ->
         return False
     if not hasattr(inner, "__anext__"):
         return False
-    chunks: list[Any] = []
-    call.chunks = chunks
-
-    async def items() -> AsyncIterator[Any]:
-        ended = False
-        try:
-            async for item in inner:
-                chunks.append((_perf(), item))
-                if skip is not None and skip(item):
-                    continue
-                yield item
-            ended = True
-        except GeneratorExit:
-            raise
-        except BaseException as exc:
-            call.error = exc
-            ended = True
-            raise
-        finally:
-            call.t1 = _perf() if ended or not chunks else chunks[-1][0]
-            client = _state.client
-            if client is not None:
-                client.record(call)
-
     try:
-        setattr(stream, attr, items())
+        setattr(stream, attr, _async_items(inner, call, skip))
     except Exception:
         return False
     return True
+
+
+async def _async_items(inner: AsyncIterator[Any], call: Call, skip: Skip | None) -> AsyncIterator[Any]:
+    chunks: list[Any] = []
+    call.chunks = chunks
+    ended = False
+    try:
+        async for item in inner:
+            chunks.append((_perf(), item))
+            if skip is not None and skip(item):
+                continue
+            yield item
+        ended = True
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        call.error = exc
+        ended = True
+        raise
+    finally:
+        call.t1 = _perf() if ended or not chunks else chunks[-1][0]
+        client = _state.client
+        if client is not None:
+            client.record(call)

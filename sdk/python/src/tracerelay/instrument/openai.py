@@ -127,7 +127,7 @@ def build_embeddings(call: Call) -> dict[str, Any]:
 
 
 TARGETS = [
-    # module, class, method, endpoint, build, is_async, options
+    # module, class, endpoint, build, is_async: their `create` (streamed or not)
     ("openai.resources.chat.completions.completions", "Completions", "chat", build_chat, False),
     ("openai.resources.chat.completions.completions", "AsyncCompletions", "chat", build_chat, True),
     ("openai.resources.responses.responses", "Responses", "responses", build_responses, False),
@@ -135,6 +135,10 @@ TARGETS = [
     ("openai.resources.embeddings", "Embeddings", "embeddings", build_embeddings, False),
     ("openai.resources.embeddings", "AsyncEmbeddings", "embeddings", build_embeddings, True),
 ]
+# The structured-output helpers post on their own (not through `create`): `parse` is wrapped too. The
+# streaming helpers (`chat.completions.stream`, `responses.stream`) call `create(stream=True)`, so
+# they are traced through it, once.
+PARSE_TARGETS = [(m, c, e, b, a) for m, c, e, b, a in TARGETS if e != "embeddings"]
 
 
 def install() -> list[str]:
@@ -156,12 +160,17 @@ def install() -> list[str]:
         )
         if patch(owner, "create", make):
             done.append(f"{class_name}.create")
+        if (module_name, class_name, endpoint, build, is_async) in PARSE_TARGETS:
+            if patch(owner, "parse", factory(PROVIDER, endpoint, build, streams=False)):
+                done.append(f"{class_name}.parse")
     return done
 
 
 def uninstall() -> None:
     for module_name, class_name, *_ in TARGETS:
         try:
-            unpatch(getattr(importlib.import_module(module_name), class_name), "create")
+            owner = getattr(importlib.import_module(module_name), class_name)
         except (ImportError, AttributeError):
             continue
+        unpatch(owner, "create")
+        unpatch(owner, "parse")
