@@ -83,7 +83,6 @@ class HttpExporter(Exporter):
     """Base of every exporter here. Subclasses declare ``fields`` and implement `export`/`check`."""
 
     fields: ClassVar[tuple[Field, ...]] = ()
-    label: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -96,10 +95,6 @@ class HttpExporter(Exporter):
     @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> dict[str, Any]:
         return clean_config(cls.fields, config, platform=cls.platform)
-
-    @property
-    def destination(self) -> str:
-        return f"{self.label or self.platform} ({self.target.name})"
 
     def request(
         self,
