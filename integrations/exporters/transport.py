@@ -131,6 +131,8 @@ class HttpExporter(Exporter):
             )
         except httpx.InvalidURL as exc:
             raise ExportError(f"{self.destination}: invalid URL: {exc}", permanent=True)
+        except UnsafeDestination as exc:  # the address checked where the connection is made
+            raise ExportError(f"{self.destination}: refused destination address: {exc}", permanent=True)
         except httpx.TransportError as exc:
             raise ExportError(f"{self.destination}: connection failed: {exc or type(exc).__name__}", permanent=False)
 

@@ -39,6 +39,7 @@ from ..normalize import MAX_METADATA_KEY_LENGTH, MAX_TAG_LENGTH, TEXT_LIMITS
 from .cache import AsyncTTLCache
 from .capture import SERVER_METADATA_KEYS, Capture, StreamBody, endpoint_of
 from .conf import ProxySettings
+from .outbound import GuardedConnector
 from .sse import UsageFilter
 from .upstreams import Target, TeamUpstreams, builtin_targets, load_team_upstreams
 from .writer import TraceWriter
@@ -138,7 +139,8 @@ class ProxyApp:
         )
         self.writer.start()
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=s.max_connections, limit_per_host=0, ttl_dns_cache=300),
+            # Connects only to addresses the URL guard checked, resolved where the connection is made.
+            connector=GuardedConnector(limit=s.max_connections, limit_per_host=0),
             timeout=self.timeout,
             auto_decompress=False,  # bytes pass through exactly as the upstream sent them
             # No cookie jar: one session serves every team, and cookies must never cross between them.
