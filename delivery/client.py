@@ -1,4 +1,5 @@
-"""One HTTP client per worker process (connection pooling across tasks)."""
+"""One HTTP client per worker process (connection pooling across tasks), connecting only to
+addresses the URL guard checked (`integrations.outbound`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 import threading
 
 import httpx
+
+from integrations.outbound import guarded_transport
 
 _client: httpx.Client | None = None
 _client_pid: int | None = None
@@ -19,9 +22,10 @@ def http_client() -> httpx.Client:
     if _client is None or _client_pid != pid:
         with _client_lock:
             if _client is None or _client_pid != pid:
+                limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
                 _client = httpx.Client(
                     timeout=httpx.Timeout(10.0),
-                    limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+                    transport=guarded_transport(limits=limits),
                     follow_redirects=False,
                     headers={"User-Agent": "tracerelay-delivery/1"},
                 )

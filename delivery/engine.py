@@ -10,7 +10,10 @@ token is still ours. Outcomes:
 * a transient failure → pending again at ``now + backoff`` (exponential, full jitter, at least the
   destination's Retry-After), until the integration's ``max_attempts``;
 * a permanent failure, the last attempt, or a destination that no longer resolves → the row gives up:
-  ``failed`` with a new row for the next fallback destination, or ``dead`` (the dead letter, replayable).
+  ``failed`` with a new row for the next fallback destination, or ``dead`` (the dead letter, replayable);
+* a trace the exporter cannot encode (`Exporter.encode_batch`: a time its format cannot represent,
+  a span older than the destination accepts) → that row alone gives up the same way, with the
+  reason; the rest of its chunk is sent.
 
 States: pending → sending → delivered | pending (retry) | failed (a fallback carries on) | dead.
 """
@@ -172,8 +175,18 @@ def _send_chunk(
     integration_id = sender.integration.pk if sender.integration is not None else None
     if sender.integration is not None:  # The destination's PII policy entry, before export to it.
         records = export_records(sender.integration.team_id, sender.integration.name, records)
+    # Each trace is encoded on its own: one this destination cannot represent gives up alone.
+    batch, refused = sender.exporter.encode_batch(records)
+    if refused:
+        for reason, same in _by_reason(present, refused).items():
+            give_up(same, token, reason, None, integration_id, report)
+        present = [r for i, r in enumerate(present) if i not in refused]
+    if not batch:
+        if probe:  # nothing was sent: the destination's state is still unknown
+            breaker.release_probe()
+        return
     try:
-        sender.exporter.export(records)
+        sender.exporter.export_encoded(batch)
     except ExportError as exc:
         error: ExportError = exc
     except httpx.HTTPError as exc:  # an exporter that let a transport error through: transient
@@ -233,6 +246,13 @@ def _records(trace_pks: Sequence[Any]) -> dict[Any, TraceRecord]:
     """The traces as exporters see them; plain values, not model instances (this is the hot path)."""
     rows = Trace.objects.filter(pk__in=list(trace_pks)).values(*_record_columns())
     return {row["id"]: TraceRecord.from_trace(SimpleNamespace(**row)) for row in rows}
+
+
+def _by_reason(rows: list[dict[str, Any]], refused: Mapping[int, str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for index, reason in refused.items():
+        out[reason[:LAST_ERROR_MAX]].append(rows[index])
+    return out
 
 
 def _error_text(error: ExportError) -> str:

@@ -24,6 +24,7 @@ from config.problems import InvalidInput
 from .exporters.base import CheckResult, ConfigError, Target
 from .exporters.configs import Field, is_sensitive_header, split_secrets
 from .models import Integration, default_retry_policy
+from .outbound import guarded_transport
 from .registry import canonical_platform, exporter_class, platform_names
 from .selectors import full_config, target_for
 
@@ -228,7 +229,7 @@ def integration_delete(*, integration: Integration, actor: str) -> None:
 def check_target(target: Target) -> CheckResult:
     """A real connection check against the destination (reachability and credentials)."""
     exporter_cls = exporter_class(target.platform)
-    with httpx.Client(follow_redirects=False) as client:
+    with httpx.Client(follow_redirects=False, transport=guarded_transport(limits=httpx.Limits())) as client:
         try:
             return exporter_cls(target, client).check()
         except Exception as exc:  # an exporter bug must still give the user an answer

@@ -5,9 +5,13 @@ the instance's credentials to whoever can read the delivery log. Private, loopba
 non-public ranges are refused unless ``TRACERELAY_ALLOW_PRIVATE_DESTINATIONS`` is on (the
 self-hosting default, where Phoenix or a collector usually runs next door).
 
-Checked twice: when a config is saved (literal addresses and names that resolve now) and before
-every send (the exporter resolves the host again, so a name later re-pointed is still caught;
-a cached verdict lives ``RESOLVE_TTL_S``).
+Checked when a config is saved (literal addresses and names that resolve now), before every send,
+and where the connection is made: `connect_addresses` resolves a host once (`resolve_addresses`,
+the one DNS look-up of every outbound connection), checks every answer, and the connection goes
+to those checked addresses and no others (exporters: `integrations.outbound`; the proxy:
+`traces.proxy.outbound`). A name re-pointed after it was saved, or a DNS answer that changes
+between the check and the connect, therefore never reaches a refused address. Answers are kept
+``ADDRESS_TTL_S`` per host; the verdict is taken again on every use (so the setting applies at once).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ METADATA_ADDRESSES = frozenset(
     )
 )
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
-RESOLVE_TTL_S = 60.0
+ADDRESS_TTL_S = 30.0
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -75,12 +79,79 @@ def address_problem(ip: IPAddress, *, allow_private: bool) -> str | None:
     return None
 
 
-_verdicts: dict[tuple[str, bool], tuple[float, str | None]] = {}
+_addresses: dict[str, tuple[float, tuple[IPAddress, ...]]] = {}
 
 
-def _resolve(host: str) -> list[IPAddress]:
+def resolve_addresses(host: str) -> list[IPAddress]:
+    """Every address ``host`` resolves to: the one DNS look-up outbound connections make."""
     infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos]
+
+
+def cached_addresses(host: str) -> tuple[IPAddress, ...] | None:
+    """``host``'s addresses when resolved less than ``ADDRESS_TTL_S`` ago, else None."""
+    hit = _addresses.get(host)
+    return hit[1] if hit is not None and hit[0] > time.monotonic() else None
+
+
+def host_addresses(host: str) -> tuple[IPAddress, ...]:
+    """``host``'s addresses, resolved at most once per ``ADDRESS_TTL_S``; `OSError` (or
+    `UnicodeError`) when it does not resolve, which is not cached."""
+    found = cached_addresses(host)
+    if found is None:
+        found = tuple(dict.fromkeys(resolve_addresses(host)))
+        if not found:
+            raise OSError(f"{host} resolves to no address")
+        if len(_addresses) >= 4096:
+            _addresses.clear()
+        _addresses[host] = (time.monotonic() + ADDRESS_TTL_S, found)
+    return found
+
+
+def _problem_of(host: str, addresses: tuple[IPAddress, ...], allow_private: bool) -> str | None:
+    # One refused answer refuses the name: a name that mixes a public address with a metadata one
+    # is a rebinding set-up, not a misconfiguration to work around.
+    for address in addresses:
+        problem = address_problem(address, allow_private=allow_private)
+        if problem:
+            return f"{host} resolves to {problem}"
+    return None
+
+
+def _static_checks(host: str, allow_private: bool) -> IPAddress | None:
+    """The checks that need no DNS; the host's address when it is a literal one."""
+    if host in METADATA_HOSTS:
+        raise UnsafeDestination(f"{host} is a cloud metadata host")
+    try:
+        literal: IPAddress | None = ipaddress.ip_address(host)
+    except ValueError:
+        literal = None
+    if literal is not None:
+        problem = address_problem(literal, allow_private=allow_private)
+        if problem:
+            raise UnsafeDestination(problem)
+        return literal
+    if not allow_private and (host == "localhost" or host.endswith(".localhost")):
+        raise UnsafeDestination(f"{host} is a loopback name (TRACERELAY_ALLOW_PRIVATE_DESTINATIONS is off)")
+    return None
+
+
+def connect_addresses(host: str) -> tuple[IPAddress, ...]:
+    """The checked addresses an outbound connection to ``host`` may go to.
+
+    Raises `UnsafeDestination` when the host or any address it resolves to is refused, and
+    `OSError` when it does not resolve.
+    """
+    allow_private = bool(settings.TRACERELAY_ALLOW_PRIVATE_DESTINATIONS)
+    name = host.strip("[]").rstrip(".").lower()
+    literal = _static_checks(name, allow_private)
+    if literal is not None:
+        return (literal,)
+    addresses = host_addresses(name)
+    problem = _problem_of(name, addresses, allow_private)
+    if problem:
+        raise UnsafeDestination(problem)
+    return addresses
 
 
 def check_url(url: str, *, resolve: bool = True, require_resolvable: bool = False) -> None:
@@ -103,44 +174,19 @@ def check_url(url: str, *, resolve: bool = True, require_resolvable: bool = Fals
         raise UnsafeDestination("the URL has no host")
     if parts.username or parts.password:
         raise UnsafeDestination("credentials in the URL are not allowed; use headers or the secret fields")
-    if host in METADATA_HOSTS:
-        raise UnsafeDestination(f"{host} is a cloud metadata host")
+    if _static_checks(host, allow_private) is not None or not resolve:
+        return
     try:
-        literal: IPAddress | None = ipaddress.ip_address(host)
-    except ValueError:
-        literal = None
-    if literal is not None:
-        problem = address_problem(literal, allow_private=allow_private)
-        if problem:
-            raise UnsafeDestination(problem)
+        addresses = host_addresses(host)
+    except (OSError, UnicodeError):
+        if require_resolvable:
+            raise UnsafeDestination(f"{host} does not resolve")
         return
-    if not allow_private and (host == "localhost" or host.endswith(".localhost")):
-        raise UnsafeDestination(f"{host} is a loopback name (TRACERELAY_ALLOW_PRIVATE_DESTINATIONS is off)")
-    if not resolve:
-        return
-
-    now = time.monotonic()
-    cached = _verdicts.get((host, allow_private))
-    if cached is not None and cached[0] > now:
-        problem = cached[1]
-    else:
-        try:
-            addresses = _resolve(host)
-        except (OSError, UnicodeError):
-            if require_resolvable:
-                raise UnsafeDestination(f"{host} does not resolve")
-            return
-        problem = next(
-            (p for p in (address_problem(a, allow_private=allow_private) for a in addresses) if p),
-            None,
-        )
-        if problem:
-            problem = f"{host} resolves to {problem}"
-        _verdicts[(host, allow_private)] = (now + RESOLVE_TTL_S, problem)
+    problem = _problem_of(host, addresses, allow_private)
     if problem:
         raise UnsafeDestination(problem)
 
 
-def forget_verdicts() -> None:
-    """Drop cached resolutions (tests flip the setting; a re-pointed name is re-checked at once)."""
-    _verdicts.clear()
+def forget_resolutions() -> None:
+    """Drop cached resolutions (tests; a re-pointed name is then looked up again at once)."""
+    _addresses.clear()

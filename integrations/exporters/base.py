@@ -1,13 +1,23 @@
 """The exporter interface (modelled on healthchecks' Transport): one class per platform.
 
-An exporter turns `TraceRecord`s into the destination's wire format and sends them. It raises
-`ExportError`; ``permanent=True`` means retrying cannot help (bad credentials, a 4xx other than
-408/429), so delivery skips straight to fallbacks. Exporters are synchronous: Celery workers
-call them with a shared `httpx.Client`, a batch at a time.
+An exporter works in two steps, so that one bad trace never takes a batch down:
+
+* `Exporter.encode` turns ONE `TraceRecord` into the destination's wire item (a span, a run, a
+  log, JSON bytes). When a trace cannot be represented there (a time before 1970 in OTLP's
+  unsigned nanoseconds, an end past year 9999, a span older than Datadog accepts) it raises
+  `Unencodable`; any other exception is a failure of that trace alone too. `encode_batch` runs it
+  per trace and returns the refusals beside the encoded items; delivery gives those traces up
+  (fallback, else dead letter) with the reason and sends the rest.
+* `Exporter.export_encoded` sends a batch of encoded items. It raises `ExportError`;
+  ``permanent=True`` means retrying cannot help (bad credentials, a 4xx other than 408/429), so
+  delivery skips straight to fallbacks.
+
+Exporters are synchronous: Celery workers call them with a shared `httpx.Client`, a batch at a time.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -16,6 +26,9 @@ import httpx
 
 from config.problems import InvalidInput
 from traces.records import TraceRecord
+
+log = logging.getLogger(__name__)
+REASON_MAX = 1000
 
 
 class ExportError(Exception):
@@ -32,6 +45,18 @@ class ExportError(Exception):
         self.permanent = permanent
         self.retry_after = retry_after
         self.status_code = status_code
+
+
+class Unencodable(Exception):
+    """This one trace cannot be represented in the destination's format; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """One trace in a destination's wire format, beside the record it came from."""
+
+    record: TraceRecord
+    item: Any
 
 
 class ConfigError(InvalidInput):
@@ -61,6 +86,7 @@ class CheckResult:
 
 class Exporter:
     platform: ClassVar[str]
+    label: ClassVar[str] = ""
     max_batch: ClassVar[int] = 100
     secret_fields: ClassVar[frozenset[str]] = frozenset()
 
@@ -73,9 +99,45 @@ class Exporter:
         """The cleaned config, or `ConfigError`. Secrets are included; the caller stores them apart."""
         raise NotImplementedError
 
-    def export(self, traces: Sequence[TraceRecord]) -> None:
-        """Send a batch (≤ ``max_batch``) with stable ids, so a re-send never duplicates."""
+    def encode(self, record: TraceRecord) -> Any:
+        """One trace in this destination's wire format; `Unencodable` when it cannot be. The record
+        itself by default (an exporter whose `export_encoded` reads records)."""
+        return record
+
+    def export_encoded(self, batch: Sequence[Encoded]) -> None:
+        """Send encoded traces (≤ ``max_batch``) with stable ids, so a re-send never duplicates."""
         raise NotImplementedError
+
+    def export(self, traces: Sequence[TraceRecord]) -> None:
+        """Encode and send; here a trace that cannot be encoded fails the whole call (delivery uses
+        `encode_batch` to set such traces aside instead)."""
+        self.export_encoded([Encoded(record, self.encode(record)) for record in traces])
+
+    def encode_batch(self, traces: Sequence[TraceRecord]) -> tuple[list[Encoded], dict[int, str]]:
+        """Encode each trace on its own: the encoded ones, and index → reason for those refused."""
+        encoded: list[Encoded] = []
+        refused: dict[int, str] = {}
+        for index, record in enumerate(traces):
+            try:
+                encoded.append(Encoded(record, self.encode(record)))
+            except Unencodable as exc:
+                refused[index] = f"{self.destination} cannot take this trace: {exc}"[:REASON_MAX]
+            except Exception as exc:  # out-of-range values (OverflowError, ValueError) or an encoding bug
+                expected = isinstance(exc, (OverflowError, ValueError))
+                log.log(
+                    logging.INFO if expected else logging.ERROR,
+                    "%s cannot encode trace %s",
+                    self.target.platform,
+                    record.trace_id,
+                    exc_info=not expected,
+                )
+                reason = f"{self.destination} cannot encode this trace: {type(exc).__name__}: {exc}"
+                refused[index] = reason[:REASON_MAX]
+        return encoded, refused
+
+    @property
+    def destination(self) -> str:
+        return f"{self.label or self.platform} ({self.target.name})"
 
     def check(self) -> CheckResult:
         """A real connection check: reachability and authentication, without creating data where possible."""

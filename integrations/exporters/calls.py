@@ -20,7 +20,7 @@ import orjson
 from traces.records import TraceRecord
 
 from . import ids
-from .base import Target
+from .base import Target, Unencodable
 
 # Request keys that are model parameters (OpenAI and Anthropic spellings).
 PARAMETER_KEYS = (
@@ -280,7 +280,12 @@ class Call:
     @classmethod
     def of(cls, record: TraceRecord, target: Target) -> Call:
         start = _utc(record.timestamp)
-        end = start + timedelta(milliseconds=record.latency_ms or 0)
+        try:
+            end = start + timedelta(milliseconds=record.latency_ms or 0)
+        except OverflowError:
+            raise Unencodable(
+                f"its end time ({start.isoformat()} + latency_ms {record.latency_ms}) is past year 9999"
+            ) from None
         outputs = output_messages(record.output)
         return cls(
             record=record,
@@ -350,5 +355,14 @@ def unix_ns(moment: datetime) -> int:
 
 
 def iso(moment: datetime) -> str:
-    """ISO 8601 UTC with microseconds and a Z (Langfuse wants at least milliseconds)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """ISO 8601 UTC with microseconds and a Z (Langfuse wants at least milliseconds). Not strftime:
+    its ``%Y`` drops the leading zeros of a year before 1000 on Linux."""
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
+def since_1970_ns(moment: datetime, wire: str) -> int:
+    """`unix_ns` for formats whose times are unsigned nanoseconds since 1970 (OTLP, Datadog)."""
+    ns = unix_ns(moment)
+    if ns < 0:
+        raise Unencodable(f"it starts at {iso(moment)}, before 1970-01-01, and {wire} times count from 1970")
+    return ns

@@ -3,8 +3,9 @@ with ``DD-API-KEY``. One ``llm`` span per trace (a root: ``parent_id: "undefined
 provider in ``meta``, tokens in ``metrics`` (Datadog estimates cost itself; ours goes in
 metadata), user/env/service/tags as span tags, session as ``session_id``.
 
-Datadog refuses spans older than 24 hours; such a batch fails permanently up front rather than
-being half-sent. A span's input/output over ~1 MB is replaced by Datadog's own placeholder text,
+Datadog's intake accepts spans at most 24 hours old: an older trace is refused when it is encoded
+(`Unencodable`), so delivery dead-letters it (or hands it to a fallback) with that reason and
+sends the rest of its batch. A span's input/output over ~1 MB is replaced by Datadog's own placeholder text,
 as its SDK does, and a request stays under the 5 MB payload limit.
 """
 
@@ -16,8 +17,8 @@ from typing import Any, ClassVar
 
 from traces.records import TraceRecord
 
-from .base import CheckResult, ExportError
-from .calls import Call, Message, to_json
+from .base import CheckResult, Encoded, Unencodable
+from .calls import Call, Message, iso, since_1970_ns, to_json
 from .configs import Field
 from .transport import HttpExporter
 
@@ -95,7 +96,7 @@ def span_for(call: Call) -> dict[str, Any]:
         "span_id": str(int.from_bytes(call.otel_span_id, "big")),
         "trace_id": call.otel_trace_id.hex(),
         "parent_id": "undefined",
-        "start_ns": call.start_ns(),
+        "start_ns": since_1970_ns(call.start, "Datadog"),
         "duration": max(0, call.end_ns() - call.start_ns()),
         "status": "error" if r.is_error else "ok",
         "meta": meta,
@@ -131,25 +132,24 @@ class DatadogExporter(HttpExporter):
     def headers(self) -> dict[str, str]:
         return {"DD-API-KEY": str(self.config["apiKey"])}
 
-    def export(self, traces: Sequence[TraceRecord]) -> None:
-        if not traces:
-            return
-        calls = [Call.of(record, self.target) for record in traces]
-        oldest_allowed = datetime.now(UTC) - MAX_AGE
-        too_old = [c.record.trace_id for c in calls if c.start < oldest_allowed]
-        if too_old:
-            raise ExportError(
-                f"{self.destination} refuses spans older than 24 hours: {', '.join(too_old[:5])}"
-                + (f" and {len(too_old) - 5} more" if len(too_old) > 5 else ""),
-                permanent=True,
+    def encode(self, record: TraceRecord) -> bytes:
+        call = Call.of(record, self.target)
+        if call.start < datetime.now(UTC) - MAX_AGE:
+            raise Unencodable(
+                f"it started at {iso(call.start)}, more than 24 hours ago, and Datadog's intake accepts "
+                "spans at most 24 hours old"
             )
-        for chunk in _chunks([span_for(c) for c in calls]):
-            body = {"data": {"type": "span", "attributes": {"ml_app": self.config["mlApp"], "spans": chunk}}}
+        return to_json(span_for(call)).encode()
+
+    def export_encoded(self, batch: Sequence[Encoded]) -> None:
+        head = b'{"data":{"type":"span","attributes":{"ml_app":' + to_json(self.config["mlApp"]).encode()
+        for chunk in _chunks([e.item for e in batch]):
+            body = head + b',"spans":[' + b",".join(chunk) + b"]}}}"
             self.send(
                 "POST",
                 f"{self.base_url}/api/intake/llm-obs/v1/trace/spans",
-                json=body,
-                headers=self.headers(),
+                content=body,
+                headers={**self.headers(), "Content-Type": "application/json"},
             )
 
     def check(self) -> CheckResult:
@@ -162,18 +162,17 @@ class DatadogExporter(HttpExporter):
         )
 
 
-def _chunks(spans: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Spans grouped so that no request body passes the payload limit."""
-    chunks: list[list[dict[str, Any]]] = []
-    current: list[dict[str, Any]] = []
+def _chunks(spans: list[bytes]) -> list[list[bytes]]:
+    """Encoded spans grouped so that no request body passes the payload limit."""
+    chunks: list[list[bytes]] = []
+    current: list[bytes] = []
     size = 0
     for span in spans:
-        span_size = len(to_json(span))
-        if current and size + span_size > PAYLOAD_LIMIT:
+        if current and size + len(span) > PAYLOAD_LIMIT:
             chunks.append(current)
             current, size = [], 0
         current.append(span)
-        size += span_size
+        size += len(span) + 1
     if current:
         chunks.append(current)
     return chunks

@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 
 from traces.records import TraceRecord
 
-from .base import CheckResult, ExportError
-from .calls import Call, to_json, unix_ns
+from .base import CheckResult, Encoded, ExportError
+from .calls import Call, since_1970_ns, to_json
 from .configs import Field
 from .transport import HttpExporter
 
@@ -36,7 +36,7 @@ def _header_value(value: Any) -> str:
 
 
 def _timing(moment: datetime) -> dict[str, int]:
-    ms = unix_ns(moment) // 1_000_000
+    ms = since_1970_ns(moment, "Helicone") // 1_000_000
     return {"seconds": ms // 1000, "milliseconds": ms % 1000}
 
 
@@ -119,13 +119,16 @@ class HeliconeExporter(HttpExporter):
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.config['apiKey']}"}
 
-    def export(self, traces: Sequence[TraceRecord]) -> None:
-        for record in traces:
+    def encode(self, record: TraceRecord) -> bytes:
+        return to_json(log_for(Call.of(record, self.target))).encode()
+
+    def export_encoded(self, batch: Sequence[Encoded]) -> None:
+        for encoded in batch:
             response = self.send(
                 "POST",
                 f"{self.config['endpoint']}/custom/v1/log",
-                json=log_for(Call.of(record, self.target)),
-                headers=self.headers(),
+                content=encoded.item,
+                headers={**self.headers(), "Content-Type": "application/json"},
             )
             error = _body_error(response.content)
             if error is not None:

@@ -11,19 +11,22 @@ translator reads GenAI attributes. Each trace is one root ``llm`` run (``trace_i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC
 from typing import Any, ClassVar
 
 from traces.records import TraceRecord
 
-from .base import CheckResult
-from .calls import Call, iso
+from .base import CheckResult, Encoded
+from .calls import Call, iso, to_json
 from .configs import Field
 from .transport import HttpExporter, error_for_response
 
 
 def dotted_order(call: Call) -> str:
     """``<YYYYMMDDTHHMMSSffffffZ><run id>``: a root run's single segment."""
-    return call.start.strftime("%Y%m%dT%H%M%S%fZ") + str(call.run_id)
+    s = call.start.astimezone(UTC)  # not strftime: its %Y drops a year's leading zeros on Linux
+    stamp = f"{s.year:04d}{s.month:02d}{s.day:02d}T{s.hour:02d}{s.minute:02d}{s.second:02d}{s.microsecond:06d}Z"
+    return stamp + str(call.run_id)
 
 
 def run_for(call: Call, project: str) -> dict[str, Any]:
@@ -107,12 +110,18 @@ class LangsmithExporter(HttpExporter):
             headers["X-Tenant-Id"] = str(self.config["tenantId"])
         return headers
 
-    def export(self, traces: Sequence[TraceRecord]) -> None:
-        if not traces:
+    def encode(self, record: TraceRecord) -> bytes:
+        return to_json(run_for(Call.of(record, self.target), str(self.config["projectId"]))).encode()
+
+    def export_encoded(self, batch: Sequence[Encoded]) -> None:
+        if not batch:
             return
-        runs = [run_for(Call.of(record, self.target), str(self.config["projectId"])) for record in traces]
+        body = b'{"post":[' + b",".join(e.item for e in batch) + b'],"patch":[]}'
         response = self.request(
-            "POST", f"{self.config['endpoint']}/runs/batch", json={"post": runs, "patch": []}, headers=self.headers()
+            "POST",
+            f"{self.config['endpoint']}/runs/batch",
+            content=body,
+            headers={**self.headers(), "Content-Type": "application/json"},
         )
         if response.status_code == 409:
             return  # these run ids are already stored: a retry of something that got through

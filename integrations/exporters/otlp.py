@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from traces.records import TraceRecord
 
 from . import otlp_encoding
-from .base import CheckResult, ExportError
+from .base import CheckResult, Encoded, ExportError
 from .calls import Call
 from .configs import Field
 from .transport import HttpExporter
@@ -68,10 +68,11 @@ class OtlpExporter(HttpExporter):
     def headers(self) -> dict[str, str]:
         return {**dict(self.config.get("headers") or {}), **self.auth_headers()}
 
-    def encode(self, traces: Sequence[TraceRecord]) -> ExportTraceServiceRequest:
-        calls = [Call.of(record, self.target) for record in traces]
-        return otlp_encoding.encode(
-            calls, resource_attributes=self.resource_attributes, span_attributes=self.span_attributes
+    def encode(self, record: TraceRecord) -> otlp_encoding.EncodedSpan:
+        return otlp_encoding.encode_span(
+            Call.of(record, self.target),
+            resource_attributes=self.resource_attributes,
+            span_attributes=self.span_attributes,
         )
 
     def post_request(self, request: ExportTraceServiceRequest) -> httpx.Response:
@@ -82,12 +83,12 @@ class OtlpExporter(HttpExporter):
             headers["Content-Encoding"] = "gzip"
         return self.send("POST", self.traces_url(), content=body, headers=headers)
 
-    def export(self, traces: Sequence[TraceRecord]) -> None:
-        if not traces:
+    def export_encoded(self, batch: Sequence[Encoded]) -> None:
+        if not batch:
             return
-        request = self.encode(traces)
+        request = otlp_encoding.assemble(e.item for e in batch)
         response = self.post_request(request)
-        self.raise_for_partial_success(response, len(traces))
+        self.raise_for_partial_success(response, len(batch))
 
     def raise_for_partial_success(self, response: httpx.Response, sent: int) -> None:
         """OTLP's partial success: HTTP 200 that names rejected spans. Retrying cannot help (the

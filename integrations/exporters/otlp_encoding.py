@@ -6,18 +6,21 @@ GenAI semantic conventions (``gen_ai.*``, the last in-repo version of the regist
 deprecated ``gen_ai.system`` beside ``gen_ai.provider.name`` for older consumers) plus our own
 ``tracerelay.*`` attributes. A platform adds its own attributes through two hooks: resource
 attributes (e.g. Phoenix's project) and span attributes (OpenInference, ``langfuse.*``).
+Each trace is encoded on its own (`encode_span`: one that cannot be represented fails alone), and
+`assemble` groups the spans of a batch into one request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from .calls import Call, Message, genai_provider, to_json
+from .calls import Call, Message, genai_provider, since_1970_ns, to_json
 
 SCOPE_NAME = "tracerelay"
 SCOPE_VERSION = "1.0.0"
@@ -207,8 +210,8 @@ def build_span(call: Call, attributes: Attributes, span: Span | None = None) -> 
     span.flags = FLAG_SAMPLED
     span.name = call.name
     span.kind = SPAN_KIND_CLIENT
-    span.start_time_unix_nano = call.start_ns()
-    span.end_time_unix_nano = call.end_ns()
+    span.start_time_unix_nano = since_1970_ns(call.start, "OTLP")
+    span.end_time_unix_nano = since_1970_ns(call.end, "OTLP")
     add_attributes(span.attributes, attributes)
     if r.is_error:
         span.status.code = Status.STATUS_CODE_ERROR
@@ -223,24 +226,36 @@ def build_span(call: Call, attributes: Attributes, span: Span | None = None) -> 
     return span
 
 
-def encode(
-    calls: Sequence[Call],
+@dataclass(frozen=True, slots=True)
+class EncodedSpan:
+    """One trace as an OTLP span, with the resource it belongs to (`Exporter.encode`'s item)."""
+
+    resource: Attributes
+    span: Span
+
+
+def encode_span(
+    call: Call,
     *,
     resource_attributes: AttributeHook = default_resource_attributes,
     span_attributes: AttributeHook = default_span_attributes,
-) -> ExportTraceServiceRequest:
-    """Calls → one `ExportTraceServiceRequest`, spans grouped by identical resource attributes."""
+) -> EncodedSpan:
+    """One call → its span; raises when the call cannot be represented (a time before 1970 …)."""
+    return EncodedSpan(resource_attributes(call), build_span(call, span_attributes(call)))
+
+
+def assemble(spans: Iterable[EncodedSpan]) -> ExportTraceServiceRequest:
+    """Spans → one `ExportTraceServiceRequest`, grouped by identical resource attributes."""
     request = ExportTraceServiceRequest()
     groups: dict[str, ScopeSpans] = {}
-    for call in calls:
-        resource = resource_attributes(call)
-        key = to_json(sorted(resource.items()))
+    for encoded in spans:
+        key = to_json(sorted(encoded.resource.items()))
         scope_spans = groups.get(key)
         if scope_spans is None:
             resource_spans: ResourceSpans = request.resource_spans.add()
-            add_attributes(resource_spans.resource.attributes, resource)
+            add_attributes(resource_spans.resource.attributes, encoded.resource)
             scope_spans = resource_spans.scope_spans.add()
             scope_spans.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME, version=SCOPE_VERSION))
             groups[key] = scope_spans
-        build_span(call, span_attributes(call), scope_spans.spans.add())
+        scope_spans.spans.append(encoded.span)
     return request

@@ -83,7 +83,6 @@ class HttpExporter(Exporter):
     """Base of every exporter here. Subclasses declare ``fields`` and implement `export`/`check`."""
 
     fields: ClassVar[tuple[Field, ...]] = ()
-    label: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -96,10 +95,6 @@ class HttpExporter(Exporter):
     @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> dict[str, Any]:
         return clean_config(cls.fields, config, platform=cls.platform)
-
-    @property
-    def destination(self) -> str:
-        return f"{self.label or self.platform} ({self.target.name})"
 
     def request(
         self,
@@ -136,6 +131,8 @@ class HttpExporter(Exporter):
             )
         except httpx.InvalidURL as exc:
             raise ExportError(f"{self.destination}: invalid URL: {exc}", permanent=True)
+        except UnsafeDestination as exc:  # the address checked where the connection is made
+            raise ExportError(f"{self.destination}: refused destination address: {exc}", permanent=True)
         except httpx.TransportError as exc:
             raise ExportError(f"{self.destination}: connection failed: {exc or type(exc).__name__}", permanent=False)
 

@@ -30,7 +30,7 @@ BODY = {
 
 @pytest.fixture(autouse=True)
 def no_dns(monkeypatch):
-    monkeypatch.setattr("integrations.urlguard._resolve", lambda host: [])
+    monkeypatch.setattr("integrations.urlguard.resolve_addresses", lambda host: [])
 
 
 def create(api, **changes: Any) -> dict[str, Any]:

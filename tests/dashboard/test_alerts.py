@@ -27,7 +27,7 @@ GOOD = {
 
 @pytest.fixture(autouse=True)
 def no_dns(monkeypatch):
-    monkeypatch.setattr("integrations.urlguard._resolve", lambda host: [])
+    monkeypatch.setattr("integrations.urlguard.resolve_addresses", lambda host: [])
 
 
 @pytest.fixture

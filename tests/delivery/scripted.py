@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from delivery.models import Delivery
-from integrations.exporters.base import Exporter, ExportError
+from integrations.exporters.base import Encoded, Exporter, ExportError, Unencodable
 from routing.router import DestinationSpec
 from tests.factories import IntegrationFactory, TraceFactory
 from traces.records import TraceRecord
@@ -20,6 +20,7 @@ class Script:
     outcomes: list[Any] = field(default_factory=list)
     default: Any = None  # None = accept; an ExportError = raise it
     calls: list[list[str]] = field(default_factory=list)
+    unencodable: dict[str, str] = field(default_factory=dict)  # trace id → why encode refuses it
     targets: list[Any] = field(default_factory=list)
 
     def next(self) -> Any:
@@ -35,9 +36,15 @@ class ScriptedExporter(Exporter):
     max_batch: ClassVar[int] = 3
     scripts: ClassVar[dict[str, Script]] = {}
 
-    def export(self, traces: Sequence[TraceRecord]) -> None:
+    def encode(self, record: TraceRecord) -> TraceRecord:
         script = self.scripts.setdefault(self.target.name, Script())
-        script.calls.append([t.trace_id for t in traces])
+        if record.trace_id in script.unencodable:
+            raise Unencodable(script.unencodable[record.trace_id])
+        return record
+
+    def export_encoded(self, batch: Sequence[Encoded]) -> None:
+        script = self.scripts.setdefault(self.target.name, Script())
+        script.calls.append([e.record.trace_id for e in batch])
         script.targets.append(self.target)
         outcome = script.next()
         if isinstance(outcome, BaseException):

@@ -109,6 +109,6 @@ def http() -> Iterator[httpx.Client]:
 
 @pytest.fixture(autouse=True)
 def _fresh_url_verdicts() -> Iterator[None]:
-    urlguard.forget_verdicts()
+    urlguard.forget_resolutions()
     yield
-    urlguard.forget_verdicts()
+    urlguard.forget_resolutions()

@@ -196,16 +196,18 @@ def test_datadog_gets_a_valid_llm_span_payload(http) -> None:
     assert failed["meta"]["error"] == {"message": "upstream closed the connection", "type": "APIConnectionError"}
 
 
-def test_datadog_refuses_a_batch_with_spans_older_than_a_day_before_sending(http) -> None:
+def test_datadog_sets_aside_a_span_older_than_a_day_and_sends_the_rest(http) -> None:
     old = make_record(timestamp=datetime.now(UTC) - timedelta(hours=25))
+    fresh = make_record()
     with FakeDatadog() as server:
         exporter = make_exporter("datadog", {"apiKey": "dd-test-key", "mlApp": "app", "endpoint": server.url}, http)
-        with pytest.raises(ExportError) as caught:
-            exporter.export([old])
+        batch, refused = exporter.encode_batch([old, fresh])
+        exporter.export_encoded(batch)
 
-    assert caught.value.permanent is True
-    assert "older than 24 hours" in caught.value.message
-    assert server.requests == []
+    assert list(refused) == [0]
+    assert "more than 24 hours ago" in refused[0] and "at most 24 hours old" in refused[0]
+    assert server.problems == []
+    assert [s["meta"]["metadata"]["tracerelay_trace_id"] for s in server.spans] == [fresh.trace_id]
 
 
 def test_datadog_check_validates_the_key(http) -> None:

@@ -51,7 +51,7 @@ def test_private_ranges_are_allowed_by_default_for_self_hosting(url: str) -> Non
 
 @pytest.mark.parametrize("url", PRIVATE)
 def test_private_ranges_are_refused_when_the_setting_is_off(url: str) -> None:
-    urlguard.forget_verdicts()
+    urlguard.forget_resolutions()
     with override_settings(TRACERELAY_ALLOW_PRIVATE_DESTINATIONS=False):
         with pytest.raises(UnsafeDestination, match="private|loopback"):
             check_url(url)
@@ -65,7 +65,7 @@ def test_public_addresses_pass_with_the_setting_off() -> None:
 def test_a_name_resolving_to_a_refused_address_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     import ipaddress
 
-    monkeypatch.setattr(urlguard, "_resolve", lambda host: [ipaddress.ip_address("169.254.169.254")])
+    monkeypatch.setattr(urlguard, "resolve_addresses", lambda host: [ipaddress.ip_address("169.254.169.254")])
     with pytest.raises(UnsafeDestination, match="resolves to 169.254.169.254"):
         check_url("https://innocent.example.com/hook")
 
@@ -73,7 +73,7 @@ def test_a_name_resolving_to_a_refused_address_is_refused(monkeypatch: pytest.Mo
 def test_a_name_resolving_to_a_private_address_follows_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     import ipaddress
 
-    monkeypatch.setattr(urlguard, "_resolve", lambda host: [ipaddress.ip_address("10.0.0.5")])
+    monkeypatch.setattr(urlguard, "resolve_addresses", lambda host: [ipaddress.ip_address("10.0.0.5")])
     with override_settings(TRACERELAY_ALLOW_PRIVATE_DESTINATIONS=True):
         check_url("https://collector.internal/v1/traces")
     with override_settings(TRACERELAY_ALLOW_PRIVATE_DESTINATIONS=False):
@@ -85,7 +85,7 @@ def test_an_unresolvable_name_passes_unless_it_must_resolve(monkeypatch: pytest.
     def fail(host: str) -> list:
         raise OSError("no such host")
 
-    monkeypatch.setattr(urlguard, "_resolve", fail)
+    monkeypatch.setattr(urlguard, "resolve_addresses", fail)
     check_url("https://not-yet-in-dns.example/hook")
     with pytest.raises(UnsafeDestination, match="does not resolve"):
         check_url("https://not-yet-in-dns.example/hook", require_resolvable=True)

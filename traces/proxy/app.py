@@ -39,6 +39,7 @@ from ..ids import new_trace_id
 from .cache import AsyncTTLCache
 from .capture import Capture, StreamBody
 from .conf import ProxySettings
+from .outbound import GuardedConnector
 from .request import PREFIX, Incoming, choose_target, prepare_stream, read_service_headers
 from .sse import UsageFilter
 from .upstreams import ResolvedUpstream, TeamUpstreams, builtin_targets, load_team_upstreams
@@ -120,7 +121,8 @@ class ProxyApp:
         )
         self.writer.start()
         self.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=s.max_connections, limit_per_host=0, ttl_dns_cache=300),
+            # Connects only to addresses the URL guard checked, resolved where the connection is made.
+            connector=GuardedConnector(limit=s.max_connections, limit_per_host=0),
             timeout=self.timeout,
             auto_decompress=False,  # bytes pass through exactly as the upstream sent them
             # No cookie jar: one session serves every team, and cookies must never cross between them.

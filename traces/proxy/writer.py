@@ -23,6 +23,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -73,14 +74,10 @@ class Spool:
             os.fsync(self._file.fileno())
 
     def reject(self, principal: KeyPrincipal, trace: dict[str, Any], reason: Any) -> None:
-        directory = self.directory / "rejected"
-        line = _dump_line(principal, trace, reason=reason)
+        """Set a trace aside, with why and when (`manage.py proxy_spool` lists and replays them)."""
+        line = _dump_line(principal, trace, reason=reason, rejected_at=datetime.now(UTC).isoformat())
         with self._lock:
-            directory.mkdir(parents=True, exist_ok=True)
-            with open(directory / f"rejected-{os.getpid()}.jsonl", "ab") as handle:
-                handle.write(line)
-                handle.flush()
-                os.fsync(handle.fileno())
+            append_locked(self.directory / "rejected" / f"rejected-{os.getpid()}.jsonl", line)
 
     def seal(self) -> None:
         """Close the file being appended to (releasing its lock) so it can be replayed."""
@@ -136,7 +133,24 @@ class Spool:
         return handle
 
 
-def _dump_line(principal: KeyPrincipal, trace: dict[str, Any], reason: Any = None) -> bytes:
+def append_locked(path: Path, data: bytes) -> None:
+    """Append under an exclusive `flock`, to the file now at ``path``: one replaced while we waited
+    for the lock (`traces.proxy.rejected` rewrites files under the same lock) is opened again."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        with open(path, "ab") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            if os.fstat(handle.fileno()).st_nlink == 0:
+                continue
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+            return
+
+
+def _dump_line(
+    principal: KeyPrincipal, trace: dict[str, Any], reason: Any = None, rejected_at: str | None = None
+) -> bytes:
     record: dict[str, Any] = {
         "principal": {
             "key_id": principal.key_id,
@@ -149,6 +163,8 @@ def _dump_line(principal: KeyPrincipal, trace: dict[str, Any], reason: Any = Non
     }
     if reason is not None:
         record["reason"] = reason
+    if rejected_at is not None:
+        record["rejected_at"] = rejected_at
     return orjson.dumps(record, default=str) + b"\n"
 
 
