@@ -30,7 +30,7 @@ from accounts import keys
 from accounts.models import Scope
 from accounts.principals import KeyPrincipal
 from accounts.selectors import principal_for_key
-from config import invalidation
+from config import invalidation, metrics
 from config.asgi_types import AsgiScope, Receive, Send
 from config.problems import PROBLEM_CONTENT_TYPE, problem_body
 
@@ -288,6 +288,7 @@ class ProxyApp:
         query: bytes = scope.get("query_string", b"")
         url = self._url(target.base_url, rest, query)
 
+        metrics.observe_proxy_added_latency(perf_counter() - t0)
         watch = _Watch()
         watcher = asyncio.create_task(_watch_disconnect(receive, asyncio.current_task(), watch))  # type: ignore[arg-type]
         try:
