@@ -66,8 +66,11 @@ def nice_top(value: float) -> float:
     return 10.0 ** (exponent + 1)  # pragma: no cover (10 always fits)
 
 
-def axis(values: Sequence[float]) -> Axis:
+def axis(values: Sequence[float], *, whole: bool = False) -> Axis:
+    """``whole``: counts, whose half-way tick must be a whole number too."""
     top = nice_top(max(values, default=0.0))
+    if whole and top < 2:
+        top = 2.0
     return Axis(top, [top, top / 2, 0.0])
 
 
@@ -75,9 +78,16 @@ def _y(value: float, top: float) -> float:
     return round(HEIGHT - min(value, top) / top * HEIGHT, 3)
 
 
-def stacked_bars(columns: Sequence[Column], *, label: str, fmt: Format, x_labels: Sequence[tuple[int, str]]) -> SafeString:
+def stacked_bars(
+    columns: Sequence[Column],
+    *,
+    label: str,
+    fmt: Format,
+    x_labels: Sequence[tuple[int, str]],
+    whole: bool = False,
+) -> SafeString:
     """A bar per column, its segments stacked bottom-up; each segment links to its traces."""
-    scale = axis([sum(s.value for s in c.segments) for c in columns])
+    scale = axis([sum(s.value for s in c.segments) for c in columns], whole=whole)
     body: list[str] = []
     for i, column in enumerate(columns):
         x = i * COLUMN
@@ -177,7 +187,7 @@ def _figure(
     )
     return mark_safe(  # noqa: S308 (every value above went through format_html or escape)
         f'<div class="chart-plot"><div class="chart-y" aria-hidden="true">{y_labels}</div>'
-        f'<div class="chart-area">{svg}</div></div><div class="chart-x" aria-hidden="true">{x_spans}</div>'
+        f'<div class="chart-area">{svg}</div><div class="chart-x" aria-hidden="true">{x_spans}</div></div>'
     )
 
 

@@ -26,7 +26,7 @@ def compact(value: float) -> str:
         return f"{value / 1_000_000:.3g}M"
     if abs(value) >= 10_000:
         return f"{value / 1000:.3g}k"
-    return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.3g}"
 
 
 def money(value: float | None) -> str:
@@ -39,6 +39,10 @@ def money(value: float | None) -> str:
     if abs(value) >= 10_000:
         return f"${value / 1000:,.1f}k"
     return f"${value:,.2f}"
+
+
+def money_tick(value: float) -> str:
+    return "$0" if value == 0 else (f"${value:.3g}" if value < 1 else money(value))
 
 
 def duration(ms: float | None) -> str:
@@ -125,11 +129,11 @@ def context(body: dict[str, Any], filters: dict[str, list[str]], *, groups: dict
         }
     )  # fmt: skip
     chart_list = [
-        _chart("volume", "Calls", "Throughput per interval, by outcome", charts.stacked_bars(volume, label="Calls per interval", fmt=compact, x_labels=x_labels),
+        _chart("volume", "Calls", "Throughput per interval, by outcome", charts.stacked_bars(volume, label="Calls per interval", fmt=compact, x_labels=x_labels, whole=True),
                [("series-success", "Success"), ("series-error", "Failed"), ("series-limited", "Rate limited")]),
-        _chart("cost", "Cost", "Priced calls only (USD)", charts.stacked_bars(cost, label="Cost per interval", fmt=money, x_labels=x_labels),
+        _chart("cost", "Cost", "Priced calls only (USD)", charts.stacked_bars(cost, label="Cost per interval", fmt=money_tick, x_labels=x_labels),
                [("series-cost", "Cost")]),
-        _chart("tokens", "Tokens", "Prompt and completion", charts.stacked_bars(tokens, label="Tokens per interval", fmt=compact, x_labels=x_labels),
+        _chart("tokens", "Tokens", "Prompt and completion", charts.stacked_bars(tokens, label="Tokens per interval", fmt=compact, x_labels=x_labels, whole=True),
                [("series-prompt", "Prompt"), ("series-completion", "Completion")]),
         _chart("latency", "Latency", "p50 and p95 per interval",
                charts.lines(latency, [charts.Line("p50", "series-p50"), charts.Line("p95", "series-p95")],
@@ -156,7 +160,9 @@ def context(body: dict[str, Any], filters: dict[str, list[str]], *, groups: dict
             for group_by, title in (("model", "Models"), ("provider", "Providers"), ("tag", "Tags"))
         ],
         "queue": body["queue"],
-        "rate_limit_latest": body["rate_limits"]["latest"],
+        "rate_limit_latest": [
+            {**r, "at_text": _parse(r["at"]).strftime("%b %-d, %H:%M UTC")} for r in body["rate_limits"]["latest"]
+        ],
         "has_traces": totals["count"] > 0,
     }
 
@@ -195,9 +201,9 @@ def _rate_limit_chart(
             if counts.get(name)
         ]  # fmt: skip
         cols.append(charts.Column(labels[i], links.to(a, b, status="rate_limited"), segments))
-    svg = charts.stacked_bars(cols, label="Rate-limited calls per interval", fmt=compact, x_labels=x_labels)
+    svg = charts.stacked_bars(cols, label="Rate-limited calls per interval", fmt=compact, x_labels=x_labels, whole=True)
     legend = [(css[name], name or "unknown") for name in providers]
-    return _chart("rate-limits", "Rate limits", "Rate-limited calls per provider", svg, legend)
+    return _chart("rate-limits", "Rate-limited calls", "Per provider (HTTP 429 from upstreams)", svg, legend)
 
 
 def _kpis(body: dict[str, Any], all_href: str, failed_href: str, points: int, interval: str) -> list[dict[str, Any]]:
@@ -223,10 +229,10 @@ def _kpis(body: dict[str, Any], all_href: str, failed_href: str, points: int, in
             "value": compact(t["total_tokens"]),
             "sub": f"{compact(t['prompt_tokens'])} prompt · {compact(t['completion_tokens'])} completion",
         },
-        {"label": "Latency p50 · p95", "value": f"{duration(lat['p50'])} · {duration(lat['p95'])}",
-         "sub": f"p99 {duration(lat['p99'])} · mean {duration(lat['mean'])}"},
-        {"label": "Time to first token", "value": f"{duration(ttft['p50'])} · {duration(ttft['p95'])}",
-         "sub": "p50 · p95 of streamed calls" if ttft["p50"] is not None else "no streamed calls"},
+        {"label": "Latency p50", "value": duration(lat["p50"]),
+         "sub": f"p95 {duration(lat['p95'])} · p99 {duration(lat['p99'])}"},
+        {"label": "Time to first token", "value": duration(ttft["p50"]),
+         "sub": f"p50 · p95 {duration(ttft['p95'])} (streamed)" if ttft["p50"] is not None else "no streamed calls"},
     ]  # fmt: skip
 
 
