@@ -176,9 +176,7 @@ def _figure(
         format_html('<span style="bottom: {}%">{}</span>', round(t / scale.top * 100, 3), fmt(t)) for t in scale.ticks
     )
     x_spans = "".join(
-        format_html(
-            '<span style="left: {}%">{}</span>', round((i + 0.5) / max(len(columns), 1) * 100, 3), text
-        )
+        format_html('<span style="left: {}%">{}</span>', round((i + 0.5) / max(len(columns), 1) * 100, 3), text)
         for i, text in x_labels
     )
     svg = (

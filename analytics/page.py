@@ -95,54 +95,98 @@ def context(body: dict[str, Any], filters: dict[str, list[str]], *, groups: dict
             for i, point in enumerate(series)
         ]
 
+    def seg(value: float, css: str, href: str, title: str) -> charts.Segment:
+        return charts.Segment(value, css, href, title)
+
     volume = columns(
         lambda i, p, a, b: {
             "segments": [
-                charts.Segment(p["success"], "series-success", links.to(a, b, status="success"), f"{p['success']:,} successful"),
-                charts.Segment(p["errors"], "series-error", links.to(a, b, status="error"), f"{p['errors']:,} failed"),
-                charts.Segment(p["rate_limited"], "series-limited", links.to(a, b, status="rate_limited"),
-                               f"{p['rate_limited']:,} rate limited"),
+                seg(p["success"], "series-success", links.to(a, b, status="success"), f"{p['success']:,} successful"),
+                seg(p["errors"], "series-error", links.to(a, b, status="error"), f"{p['errors']:,} failed"),
+                seg(
+                    p["rate_limited"],
+                    "series-limited",
+                    links.to(a, b, status="rate_limited"),
+                    f"{p['rate_limited']:,} rate limited",
+                ),
             ]
         }
-    )  # fmt: skip
+    )
     cost = columns(
         lambda i, p, a, b: {
-            "segments": [charts.Segment(p["cost"], "series-cost", hrefs[i], _cost_title(p["cost"], p["unpriced"]))]
+            "segments": [seg(p["cost"], "series-cost", hrefs[i], _cost_title(p["cost"], p["unpriced"]))]
         }
     )
     tokens = columns(
         lambda i, p, a, b: {
             "segments": [
-                charts.Segment(p["prompt_tokens"], "series-prompt", hrefs[i], f"{p['prompt_tokens']:,} prompt tokens"),
-                charts.Segment(p["completion_tokens"], "series-completion", hrefs[i],
-                               f"{p['completion_tokens']:,} completion tokens"),
+                seg(p["prompt_tokens"], "series-prompt", hrefs[i], f"{p['prompt_tokens']:,} prompt tokens"),
+                seg(
+                    p["completion_tokens"],
+                    "series-completion",
+                    hrefs[i],
+                    f"{p['completion_tokens']:,} completion tokens",
+                ),
             ]
         }
-    )  # fmt: skip
+    )
     latency = columns(lambda i, p, a, b: {"points": [p["p50"], p["p95"]]})
     errors = columns(
         lambda i, p, a, b: {
             "segments": [
-                charts.Segment(p["error_rate"], "series-error", links.to(a, b, status=FAILED),
-                               f"{percent(p['error_rate'])} failed or rate limited of {p['count']:,}")
+                seg(
+                    p["error_rate"],
+                    "series-error",
+                    links.to(a, b, status=FAILED),
+                    f"{percent(p['error_rate'])} failed or rate limited of {p['count']:,}",
+                )
             ]
         }
-    )  # fmt: skip
+    )
+    bars = charts.stacked_bars
     chart_list = [
-        _chart("volume", "Calls", "Throughput per interval, by outcome", charts.stacked_bars(volume, label="Calls per interval", fmt=compact, x_labels=x_labels, whole=True),
-               [("series-success", "Success"), ("series-error", "Failed"), ("series-limited", "Rate limited")]),
-        _chart("cost", "Cost", "Priced calls only (USD)", charts.stacked_bars(cost, label="Cost per interval", fmt=money_tick, x_labels=x_labels),
-               [("series-cost", "Cost")]),
-        _chart("tokens", "Tokens", "Prompt and completion", charts.stacked_bars(tokens, label="Tokens per interval", fmt=compact, x_labels=x_labels, whole=True),
-               [("series-prompt", "Prompt"), ("series-completion", "Completion")]),
-        _chart("latency", "Latency", "p50 and p95 per interval",
-               charts.lines(latency, [charts.Line("p50", "series-p50"), charts.Line("p95", "series-p95")],
-                            label="Latency per interval", fmt=duration, x_labels=x_labels),
-               [("series-p50", "p50"), ("series-p95", "p95")]),
-        _chart("errors", "Error rate", "Failed and rate-limited share of calls",
-               charts.stacked_bars(errors, label="Error rate per interval", fmt=percent, x_labels=x_labels),
-               [("series-error", "Failed or rate limited")]),
-    ]  # fmt: skip
+        _chart(
+            "volume",
+            "Calls",
+            "Throughput per interval, by outcome",
+            bars(volume, label="Calls per interval", fmt=compact, x_labels=x_labels, whole=True),
+            [("series-success", "Success"), ("series-error", "Failed"), ("series-limited", "Rate limited")],
+        ),
+        _chart(
+            "cost",
+            "Cost",
+            "Priced calls only (USD)",
+            bars(cost, label="Cost per interval", fmt=money_tick, x_labels=x_labels),
+            [("series-cost", "Cost")],
+        ),
+        _chart(
+            "tokens",
+            "Tokens",
+            "Prompt and completion",
+            bars(tokens, label="Tokens per interval", fmt=compact, x_labels=x_labels, whole=True),
+            [("series-prompt", "Prompt"), ("series-completion", "Completion")],
+        ),
+        _chart(
+            "latency",
+            "Latency",
+            "p50 and p95 per interval",
+            charts.lines(
+                latency,
+                [charts.Line("p50", "series-p50"), charts.Line("p95", "series-p95")],
+                label="Latency per interval",
+                fmt=duration,
+                x_labels=x_labels,
+            ),
+            [("series-p50", "p50"), ("series-p95", "p95")],
+        ),
+        _chart(
+            "errors",
+            "Error rate",
+            "Failed and rate-limited share of calls",
+            bars(errors, label="Error rate per interval", fmt=percent, x_labels=x_labels),
+            [("series-error", "Failed or rate limited")],
+        ),
+    ]
     rate_chart = _rate_limit_chart(body["rate_limits"]["series"], bounds, labels, hrefs, links, x_labels)
     if rate_chart is not None:
         chart_list.append(rate_chart)
@@ -237,7 +281,12 @@ def _kpis(body: dict[str, Any], all_href: str, failed_href: str, points: int, in
 
 
 def _breakdown(
-    group_by: str, title: str, rows: list[dict[str, Any]] | str, totals: dict[str, Any], links: Links, whole: tuple[str, str]
+    group_by: str,
+    title: str,
+    rows: list[dict[str, Any]] | str,
+    totals: dict[str, Any],
+    links: Links,
+    whole: tuple[str, str],
 ) -> dict[str, Any]:
     if isinstance(rows, str):
         return {"group_by": group_by, "title": title, "error": rows, "rows": []}

@@ -80,4 +80,3 @@ def _figures(team_id: int, form: AnalyticsFilterForm) -> dict[str, Any] | None:
 def _url(form: AnalyticsFilterForm) -> str:
     query = form.query()
     return reverse("analytics-page") + (f"?{query}" if query else "")
-

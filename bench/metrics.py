@@ -46,7 +46,8 @@ def measure() -> None:
     print(f"{mode}:")
     print(f"  ingest hook, batch of 1,000: {_per_call(lambda: metrics.record_traces_stored(batch), 300):8.1f} µs")
     print(f"  ingest hook, one trace:      {_per_call(lambda: metrics.record_traces_stored(single), 20000):8.1f} µs")
-    print(f"  proxy latency observation:   {_per_call(lambda: metrics.observe_proxy_added_latency(0.0004), 20000):8.1f} µs")
+    observe = _per_call(lambda: metrics.observe_proxy_added_latency(0.0004), 20000)
+    print(f"  proxy latency observation:   {observe:8.1f} µs")
     print(f"  delivery group count:        {_per_call(delivery_group, 20000):8.1f} µs")
 
 
@@ -57,7 +58,9 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
     subprocess.run([sys.executable, __file__, "--child"], env=env, check=True)
     with tempfile.TemporaryDirectory() as folder:
-        subprocess.run([sys.executable, __file__, "--child"], env={**env, "PROMETHEUS_MULTIPROC_DIR": folder}, check=True)
+        subprocess.run(
+            [sys.executable, __file__, "--child"], env={**env, "PROMETHEUS_MULTIPROC_DIR": folder}, check=True
+        )
 
 
 if __name__ == "__main__":

@@ -72,7 +72,9 @@ def test_a_visitor_is_sent_to_log_in(client):
 
 def test_the_page_reads_the_same_selector_as_the_api(as_role, calls, team):
     page = as_role("viewer").get(URL, {"time_range": "7d", "model": "gpt-4o"}).content.decode()
-    body = analytics_for_team(team_id=team.pk, query=parse_query({"time_range": "7d", "model": "gpt-4o"}, now=None, limit=None))
+    body = analytics_for_team(
+        team_id=team.pk, query=parse_query({"time_range": "7d", "model": "gpt-4o"}, now=None, limit=None)
+    )
     assert body["totals"]["count"] == 2
     assert f'aria-label="Calls: {body["totals"]["count"]}, open these traces"' in page
     assert "50%" in page  # error rate: one of the two failed

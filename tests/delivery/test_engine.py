@@ -295,7 +295,10 @@ def test_outcomes_are_counted_per_destination_for_metrics(team, primary, scripte
     from prometheus_client import REGISTRY
 
     def value(outcome: str) -> float:
-        return REGISTRY.get_sample_value("tracerelay_deliveries_total", {"destination": "primary", "outcome": outcome}) or 0.0
+        return (
+            REGISTRY.get_sample_value("tracerelay_deliveries_total", {"destination": "primary", "outcome": outcome})
+            or 0.0
+        )
 
     delivered, retried = value("delivered"), value("retried")
     deliver_batch([make_delivery(team, "primary").pk, make_delivery(team, "primary").pk])
