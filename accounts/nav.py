@@ -27,6 +27,7 @@ NAV: list[NavItem] = [
     NavItem("Traces", "trace-feed"),
     NavItem("Sessions", "trace-sessions"),
     NavItem("Users", "trace-users"),
+    NavItem("Analytics", "analytics-page"),
     NavItem("Reports", "reports"),
     NavItem("Alerts", "alerts"),
     NavItem("API keys", "settings-api-keys", section="settings"),

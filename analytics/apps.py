@@ -1,5 +1,6 @@
 from django.apps import AppConfig
 
+from config import metrics
 from traces.signals import traces_stored
 
 
@@ -12,3 +13,5 @@ class AnalyticsConfig(AppConfig):
         from .rollups import record_stored  # imports models: only once apps are loaded
 
         traces_stored.connect(record_stored, dispatch_uid="analytics.rollups")
+        # Operators' metrics: traces ingested by path and status (config/metrics.py).
+        traces_stored.connect(metrics.traces_stored_receiver, dispatch_uid="config.metrics")

@@ -73,8 +73,39 @@ def parse_query(params: Mapping[str, Any], *, now: datetime | None, limit: int |
     return AnalyticsQuery(trace_filter, interval, group_by, limit or GROUP_LIMIT_DEFAULT, tz)
 
 
-def plan_for(query: AnalyticsQuery, now: datetime) -> planning.TimePlan:
+def analytics_for_team(*, team_id: int, query: AnalyticsQuery, now: datetime | None = None) -> dict[str, Any]:
+    plan = plan_for(query, now)
+    with _snapshot():
+        body = _figures(team_id, query, plan)
+        body["queue"] = queue_depth(team_id)
+        body["rate_limits"]["latest"] = rate_limit_headers(team_id, query.trace_filter, plan.since, plan.until)
+    return body
+
+
+def analytics_groups(
+    *, team_id: int, query: AnalyticsQuery, group_by: str, now: datetime | None = None
+) -> list[dict[str, Any]]:
+    """Only ``groups`` of the answer for ``group_by`` (the dashboard shows several breakdowns of one
+    range): the same reads as `analytics_for_team`'s, without the series."""
+    if group_by not in GROUP_BY:
+        raise AnalyticsError("group_by", f"Use one of {', '.join(GROUP_BY)}.")
+    plan = plan_for(query, now)
+    f = query.trace_filter
+    acc = new_acc()
+    with _snapshot():
+        group_slice = slice_for(f, group_by)
+        if group_slice is None:
+            everything = [(plan.since, plan.until)]
+            _check_raw(team_id, f, everything, f"The rollups cannot answer {' and '.join(raw_reasons(f, group_by))}")
+            _raw_groups(acc, team_id, f, everything, group_by, plan)
+        else:
+            _rollup_groups(acc, team_id, f, group_slice, group_by, plan)
+    return _groups(acc, query.limit)
+
+
+def plan_for(query: AnalyticsQuery, now: datetime | None) -> planning.TimePlan:
     """The query's range (default: the last 24 hours) cut into intervals and rollup pieces."""
+    now = now or timezone.now()
     f = query.trace_filter
     until = f.until or now
     since = f.since or (until - DEFAULT_RANGE)
@@ -93,15 +124,27 @@ def plan_for(query: AnalyticsQuery, now: datetime) -> planning.TimePlan:
         raise AnalyticsError(exc.param, exc.message)
 
 
-def analytics_for_team(*, team_id: int, query: AnalyticsQuery, now: datetime | None = None) -> dict[str, Any]:
-    now = now or timezone.now()
-    f = query.trace_filter
-    plan = plan_for(query, now)
-    with _snapshot():
-        body = _figures(team_id, query, plan)
-        body["queue"] = queue_depth(team_id)
-        body["rate_limits"]["latest"] = rate_limit_headers(team_id, f, plan.since, plan.until)
-    return body
+def _rollup_groups(
+    acc: Acc, team_id: int, f: TraceFilter, group_slice: Slice, group_by: str, plan: planning.TimePlan
+) -> None:
+    """Totals per group over the whole range, from the coarsest rollups (raw minutes, if any, too)."""
+    whole = planning.whole_range_pieces(plan)
+    _check_raw(team_id, f, whole.get("raw", []), "Minutes older than the minute rollups are counted from raw traces")
+    _read(acc, team_id, group_slice, whole, plan, lambda _s: 0)
+    _raw_groups(acc, team_id, f, whole.get("raw", []), group_by, plan)
+
+
+def _raw_groups(acc: Acc, team_id: int, f: TraceFilter, ranges: Any, group_by: str, plan: planning.TimePlan) -> None:
+    read_raw(
+        series=new_acc(),
+        groups=acc,
+        rate_limited=None,
+        team_id=team_id,
+        trace_filter=f,
+        ranges=ranges,
+        group_by=group_by,
+        index_of=plan.index_of,
+    )
 
 
 @contextmanager
@@ -169,17 +212,8 @@ def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> di
             index_of=plan.index_of,
         )
         if group_slice is not None:
-            _read(groups_acc, team_id, group_slice, whole, plan, lambda _s: 0)
-            read_raw(
-                series=new_acc(),
-                groups=groups_acc,
-                rate_limited=None,
-                team_id=team_id,
-                trace_filter=f,
-                ranges=whole.get("raw", []),
-                group_by=group_by,
-                index_of=plan.index_of,
-            )
+            assert group_by is not None
+            _rollup_groups(groups_acc, team_id, f, group_slice, group_by, plan)
         _rate_limited_rollups(rl_acc, team_id, f, plan)
         source = "rollups"
 

@@ -53,6 +53,8 @@ def raw_reasons(trace_filter: TraceFilter, group_by: str | None) -> list[str]:
         reasons.append("a destination filter")
     if trace_filter.metadata:
         reasons.append("a metadata filter")
+    if trace_filter.session_id or trace_filter.user_id:
+        reasons.append("a session or user filter")
     if trace_filter.unpriced is not None or trace_filter.usage_estimated is not None:
         reasons.append("an unpriced or usage_estimated filter")
     if trace_filter.session_id or trace_filter.user_id:  # (the rollups hold neither)

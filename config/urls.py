@@ -3,6 +3,7 @@ from django.contrib.staticfiles.views import serve as staticfiles_serve
 from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from analytics.metrics_view import metrics_endpoint
 from config import health
 from traces.views import home
 
@@ -35,11 +36,13 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics_endpoint, name="metrics"),
     path("api/v1/", include(api_v1)),
     path("", include("traces.root_urls")),
     # The dashboard: accounts and settings pages (docs/dashboard.md), and its home.
     path("", include("accounts.urls")),
     path("", include("privacy.dashboard_urls")),
+    path("", include("analytics.dashboard_urls")),
     path("", include("reports.dashboard_urls")),
     path("", include("alerts.dashboard_urls")),
     path("", home, name="home"),

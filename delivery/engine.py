@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 from django.utils import timezone
 
-from config import invalidation
+from config import invalidation, metrics
 from integrations.exporters.base import Exporter, ExportError, Target
 from integrations.models import Integration
 from integrations.registry import exporter_class
@@ -84,7 +84,8 @@ def deliver_batch(delivery_ids: Sequence[int], *, client: httpx.Client | None = 
 
     http = client or http_client()
     for (team_id, destination, _), group in groups.items():
-        _deliver_group(team_id, destination, group, http, report)
+        with metrics.deliveries_counted(destination, report):
+            _deliver_group(team_id, destination, group, http, report)
     return report
 
 

@@ -154,6 +154,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = BATCH_MAX_BYTES + 1024 * 1024
 # OTLP ingest (docs/otlp.md): body limit (after gunzip), and requests waiting per process before 503.
 OTLP_MAX_BYTES = env.int("TRACERELAY_OTLP_MAX_BYTES", default=16 * 1024 * 1024)
 OTLP_MAX_PENDING = env.int("TRACERELAY_OTLP_MAX_PENDING", default=8)
+# /metrics (docs/deployment.md): a bearer token, or (unset) internal addresses only; the folder where
+# every process keeps its prometheus-client values (bin/run sets it; unset: this process only).
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
 
 LOGGING = {
     "version": 1,

@@ -70,6 +70,19 @@ def test_it_answers_with_the_teams_own_figures(request, stored, client):
     }
 
 
+@pytest.mark.parametrize("param", ["user_id", "session_id"])
+def test_a_user_or_session_filter_counts_only_their_traces(api, team, param):
+    now = timezone.now()
+    rows = [
+        TraceFactory(team=team, timestamp=now - timedelta(minutes=4), **{param: "u-1"}),
+        TraceFactory(team=team, timestamp=now - timedelta(minutes=3), **{param: "u-2"}),
+        TraceFactory(team=team, timestamp=now - timedelta(minutes=2)),
+    ]
+    rollups.record(rows)
+    body = api.get(URL, {"time_range": "1h", param: "u-1"}).json()
+    assert (body["totals"]["count"], body["source"]) == (1, "raw")
+
+
 def test_another_team_sees_only_its_own(stored, other_api):
     body = other_api.get(URL, {"time_range": "1h", "group_by": "model"}).json()
     assert body["totals"]["count"] == 1

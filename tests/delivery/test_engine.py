@@ -289,3 +289,19 @@ def test_a_destination_that_cannot_be_prepared_is_retried_not_crashed(team, scri
     assert row.status == DeliveryStatus.PENDING
     assert row.attempts == 1
     assert "cannot prepare destination 'locked': ValueError: secret cannot be decrypted" in row.last_error
+
+
+def test_outcomes_are_counted_per_destination_for_metrics(team, primary, scripted, published):
+    from prometheus_client import REGISTRY
+
+    def value(outcome: str) -> float:
+        return (
+            REGISTRY.get_sample_value("tracerelay_deliveries_total", {"destination": "primary", "outcome": outcome})
+            or 0.0
+        )
+
+    delivered, retried = value("delivered"), value("retried")
+    deliver_batch([make_delivery(team, "primary").pk, make_delivery(team, "primary").pk])
+    scripted["primary"].outcomes = [transient()]
+    deliver_batch([make_delivery(team, "primary").pk])
+    assert (value("delivered"), value("retried")) == (delivered + 2, retried + 1)

@@ -30,7 +30,7 @@ from accounts import keys
 from accounts.models import Scope
 from accounts.principals import KeyPrincipal
 from accounts.selectors import principal_for_key
-from config import invalidation
+from config import invalidation, metrics
 from config.asgi_io import PROBLEM, BodyReader, ClientGone, send_json, send_whole
 from config.asgi_types import AsgiScope, Receive, Send
 from config.problems import Problem, problem_parts
@@ -226,6 +226,7 @@ class ProxyApp:
         t0: float,
     ) -> None:
         """`_forward`, cancelled when the client hangs up (which the trace then says)."""
+        metrics.observe_proxy_added_latency(perf_counter() - t0)
         watch = _Watch()
         watcher = asyncio.create_task(_watch_disconnect(receive, asyncio.current_task(), watch))  # type: ignore[arg-type]
         try:

@@ -11,7 +11,13 @@ from django.http import QueryDict
 
 from traces.filters import FilterError, TraceFilter, parse_trace_filter
 
-STATUS_CHOICES = [("", "Any status"), ("success", "Success"), ("error", "Failed"), ("rate_limited", "Rate limited")]
+STATUS_CHOICES = [
+    ("", "Any status"),
+    ("success", "Success"),
+    ("error", "Failed"),
+    ("rate_limited", "Rate limited"),
+    ("error,rate_limited", "Failed or rate limited"),
+]
 RANGE_CHOICES = [
     ("", "Any time"),
     ("1h", "Last hour"),

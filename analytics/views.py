@@ -1,0 +1,82 @@
+"""`/analytics`: the dashboard's figures, from the selector GET /api/v1/analytics answers with
+(`analytics.selectors`), filtered by the trace feed's own filter form (`FeedFilterForm`, which
+parses with `traces.filters`), with SVG charts (`analytics.charts`) whose every bar and point opens
+the trace feed filtered to the traces behind it (`analytics.page`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.http import HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from accounts.access import DashboardRequest, team_view
+from traces.filters import FilterError
+from traces.views.forms import FeedFilterForm
+
+from . import page, selectors
+
+DEFAULT_RANGE = "24h"
+RANGE_CHOICES = [
+    ("1h", "Last hour"),
+    ("24h", "Last 24 hours"),
+    ("7d", "Last 7 days"),
+    ("30d", "Last 30 days"),
+    ("custom", "Custom (from / until)"),
+]
+INTERVAL_CHOICES = [("", "Automatic"), ("minute", "Per minute"), ("hour", "Per hour"), ("day", "Per day")]
+BREAKDOWNS = (("model", "Models"), ("provider", "Providers"), ("tag", "Tags"))
+BREAKDOWN_LIMIT = 8
+
+
+class AnalyticsFilterForm(FeedFilterForm):
+    """The feed's filters, with ranges up to 30 days and the series' interval."""
+
+    time_range = forms.CharField(label="Time range", required=False, widget=forms.Select(choices=RANGE_CHOICES))
+    interval = forms.CharField(label="Interval", required=False, widget=forms.Select(choices=INTERVAL_CHOICES))
+
+
+@team_view()
+def analytics_page(request: DashboardRequest) -> HttpResponse:
+    has_blanks = any(not v.strip() for _, vs in request.GET.lists() for v in vs)
+    params = request.GET.copy()
+    if not any(params.get(k, "").strip() for k in ("time_range", "since", "until")):
+        params["time_range"] = DEFAULT_RANGE
+    form = AnalyticsFilterForm(params)
+    if has_blanks and not request.htmx:
+        return redirect(_url(form))  # a GET form sends its empty fields: share a clean URL
+    context: dict[str, Any] = {"form": form, "query": form.query(), "clear_url": reverse("analytics-page")}
+    body = _figures(request.team.pk, form)
+    if body is None:
+        return render(request, "analytics/page.html", {**context, "invalid": True}, status=400)
+    context.update(page.context(body, form.filter_params(), groups=body.pop("breakdowns")))
+    return render(request, "analytics/page.html", context)
+
+
+def _figures(team_id: int, form: AnalyticsFilterForm) -> dict[str, Any] | None:
+    """The selector's answer plus one breakdown per BREAKDOWNS entry, or None with the error added
+    next to its field."""
+    if form.trace_filter() is None:  # the error is next to its field already
+        return None
+    params = QueryDict(form.query())
+    try:
+        query = selectors.parse_query(params, now=None, limit=BREAKDOWN_LIMIT)
+        body = selectors.analytics_for_team(team_id=team_id, query=query)
+    except (FilterError, selectors.AnalyticsError) as exc:
+        form.add_error(exc.param if exc.param in form.fields else None, exc.message)
+        return None
+    breakdowns: dict[str, Any] = {}
+    for group_by, _title in BREAKDOWNS:
+        try:
+            breakdowns[group_by] = selectors.analytics_groups(team_id=team_id, query=query, group_by=group_by)
+        except selectors.AnalyticsError as exc:
+            breakdowns[group_by] = exc.message  # shown in that card instead of its table
+    body["breakdowns"] = breakdowns
+    return body
+
+
+def _url(form: AnalyticsFilterForm) -> str:
+    query = form.query()
+    return reverse("analytics-page") + (f"?{query}" if query else "")
