@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from accounts.models import Membership, Role, Team
 from accounts.services import audit
+from config import metrics
 from config.crypto import encrypt_json
 
 from . import notify
@@ -133,8 +134,11 @@ def evaluate_all(now: datetime | None = None) -> list[Outcome]:
     outcomes = []
     for alert_id in Alert.objects.filter(enabled=True).values_list("pk", flat=True):
         try:
-            outcomes.append(evaluate(alert_id, now))
+            outcome = evaluate(alert_id, now)
+            outcomes.append(outcome)
+            metrics.record_alert_evaluation(outcome.event or "ok")
         except Exception:
+            metrics.record_alert_evaluation("error")
             log.exception("alert %s: evaluation failed", alert_id)
     # Firing alerts that were disabled meanwhile resolve quietly (no notification: someone chose this).
     Alert.objects.filter(enabled=False, state=State.FIRING).update(state=State.OK)
