@@ -65,7 +65,7 @@ class RuleSetInvalid(ValueError):
     def elsewhere(self) -> list[str]:
         """Errors in the other (stored) rules: say which rule, in words."""
         mine = f"rules[{self.index}]" if self.index is not None else None
-        out = []
+        out: list[str] = []
         for path, messages in self.errors.items():
             if mine and (path == mine or path.startswith(mine + ".") or path.startswith(mine + "[")):
                 continue

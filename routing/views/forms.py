@@ -331,9 +331,7 @@ def destination_choices(checker: DestinationChecker, current: list[str]) -> dict
     integration of the kind), an ad-hoc webhook; plus any stored name no longer known (shown so
     its error can be read and fixed)."""
     integrations = [(name, f"{name} ({platform})") for name, platform in sorted(checker.platform_of.items())]
-    platforms = [
-        (p, f"any {p} integration") for p in sorted(checker.platforms) if p not in checker.platform_of
-    ]
+    platforms = [(p, f"any {p} integration") for p in sorted(checker.platforms) if p not in checker.platform_of]
     if "webhook" not in checker.platform_of:
         platforms.append(("webhook", "webhook to a URL (give it below)"))
     known = {n for n, _ in integrations} | {n for n, _ in platforms}

@@ -18,9 +18,9 @@ from accounts.access import DashboardRequest, team_view
 from accounts.roles import Permission
 
 from .. import edits, selectors
+from ..builder import Row
 from ..destinations import DestinationChecker
 from ..edits import RuleNotFound, RuleSetInvalid, VersionConflict
-from ..builder import Row
 from .forms import (
     FALLBACK_SLOTS,
     DestRow,
@@ -220,7 +220,9 @@ def _save(request: DashboardRequest, state: RuleState, rule_id: int | None) -> H
     except FormInvalid:
         return _form_page(request, state, rule_id=rule_id, version=version, status=400)
     try:
-        _, rule = edits.rule_save(team_id=team_id, rule=document, rule_id=rule_id, version=version, actor=actor(request))
+        _, rule = edits.rule_save(
+            team_id=team_id, rule=document, rule_id=rule_id, version=version, actor=actor(request)
+        )
     except VersionConflict as exc:
         theirs = selectors.routing_rule(team_id, rule_id) if rule_id is not None else None
         conflict = {

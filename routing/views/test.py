@@ -23,8 +23,8 @@ from ..dry_run import routing_dry_run, routing_dry_run_stored
 RECENT_CHOICES = (10, 25, 50)
 STATUSES = (("success", "Success"), ("error", "Failed"), ("rate_limited", "Rate limited"))
 ENVIRONMENTS = ("production", "development", "ci")
-TRACE_FIELDS = ("id", "model", "provider", "status", "environment", "prompt_tokens", "completion_tokens")
-TRACE_FIELDS += ("latency_ms", "tags", "metadata")
+TRACE_FIELDS: tuple[str, ...] = ("id", "model", "provider", "status", "environment", "prompt_tokens")
+TRACE_FIELDS += ("completion_tokens", "latency_ms", "tags", "metadata")
 INTEGER_FIELDS = ("prompt_tokens", "completion_tokens", "latency_ms")
 TRACE_INPUTS = (  # (field, label, placeholder); status and environment are selects
     ("model", "Model", "gpt-4o"),
@@ -111,9 +111,13 @@ def _typed(request: DashboardRequest) -> HttpResponse:
         scopes=frozenset(),
     )
     try:
-        result = routing_dry_run(principal=principal, items=[trace], rules=None, sampling=None, prefix="trace", single=True)
+        result = routing_dry_run(
+            principal=principal, items=[trace], rules=None, sampling=None, prefix="trace", single=True
+        )
     except Problem as exc:
-        errors = {path.removeprefix("trace").lstrip(".") or "": messages for path, messages in (exc.errors or {}).items()}
+        errors = {
+            path.removeprefix("trace").lstrip(".") or "": messages for path, messages in (exc.errors or {}).items()
+        }
         if not errors:
             errors = {"": [str(exc.detail)]}
         return _page(request, status=400, trace=typed, errors=errors)
