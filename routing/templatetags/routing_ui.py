@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import template
@@ -26,3 +27,9 @@ def index_of(items: Any, i: int) -> Any:
         return items[i]
     except (IndexError, KeyError, TypeError):
         return ""
+
+
+@register.filter
+def as_json(value: Any) -> str:
+    """A condition value as the API spells it: ``true``, ``"gpt-4*"``, ``[">0.01", "<1"]``."""
+    return json.dumps(value, ensure_ascii=False)

@@ -326,14 +326,26 @@ def operator_choices() -> list[dict[str, Any]]:
     ]
 
 
-def destination_choices(checker: DestinationChecker, current: list[str]) -> dict[str, list[tuple[str, str]]]:
+def destination_choices(checker: DestinationChecker, current: list[str]) -> dict[str, list[dict[str, Any]]]:
     """The names a destination may use: this team's integrations, its platforms (meaning the first
     integration of the kind), an ad-hoc webhook; plus any stored name no longer known (shown so
-    its error can be read and fixed)."""
-    integrations = [(name, f"{name} ({platform})") for name, platform in sorted(checker.platform_of.items())]
-    platforms = [(p, f"any {p} integration") for p in sorted(checker.platforms) if p not in checker.platform_of]
+    its error can be read and fixed). ``webhook``: the destination may take a URL."""
+    integrations = [
+        {"value": name, "label": f"{name} ({platform})", "webhook": platform == "webhook"}
+        for name, platform in sorted(checker.platform_of.items())
+    ]
+    platforms = [
+        {"value": p, "label": f"any {p} integration", "webhook": p == "webhook"}
+        for p in sorted(checker.platforms)
+        if p not in checker.platform_of and p != "webhook"
+    ]
     if "webhook" not in checker.platform_of:
-        platforms.append(("webhook", "webhook to a URL (give it below)"))
-    known = {n for n, _ in integrations} | {n for n, _ in platforms}
-    gone = [(n, f"{n} (not an integration of this team)") for n in dict.fromkeys(current) if n and n not in known]
+        label = "any webhook integration, or a URL" if "webhook" in checker.platforms else "webhook to a URL"
+        platforms.append({"value": "webhook", "label": label, "webhook": True})
+    known = {c["value"] for c in integrations + platforms}
+    gone = [
+        {"value": n, "label": f"{n} (not an integration of this team)", "webhook": False}
+        for n in dict.fromkeys(current)
+        if n and n not in known
+    ]
     return {"integrations": integrations, "platforms": platforms, "unknown": gone}

@@ -37,6 +37,12 @@ def _seed(team, names):
         version = header.version
 
 
+def _shot(page, shoot, name):
+    """A full-page screenshot from the top (the sticky top bar would show where the page was scrolled)."""
+    page.evaluate("window.scrollTo(0, 0)")
+    shoot(page, name)
+
+
 def _order(team):
     return [r.name for r in selectors.routing_rules(team.pk)]
 
@@ -45,7 +51,7 @@ def test_an_admin_creates_a_rule_with_the_builder(page, sign_in, shoot, team, in
     sign_in(page, admin)
     page.goto("/routing")
     expect(page.get_by_role("heading", name="No rules yet")).to_be_visible()
-    shoot(page, "routing-empty")
+    _shot(page, shoot, "routing-empty")
     page.get_by_role("link", name="New rule").first.click()
     page.get_by_label("Name", exact=True).fill("expensive gpt-4")
     page.locator("#mode-builder").check()
@@ -61,7 +67,7 @@ def test_an_admin_creates_a_rule_with_the_builder(page, sign_in, shoot, team, in
     page.locator("#dest-0-sample_rate").fill("0.5")
     page.locator("#dest-0-tags").fill("expensive")
     page.locator("#dest-0-fallback-0").select_option("audit-hook")
-    shoot(page, "routing-rule-builder")
+    _shot(page, shoot, "routing-rule-builder")
     page.get_by_role("button", name="Create rule").click()
     expect(page.get_by_role("status")).to_contain_text("Rule 'expensive gpt-4' created")
     rule = RoutingRule.objects.get(team=team)
@@ -77,15 +83,15 @@ def test_a_cel_syntax_error_is_shown_inline_then_fixed(page, sign_in, shoot, tea
     page.get_by_label("Name", exact=True).fill("prod errors")
     page.locator("#mode-cel").check()
     editor = page.locator("#id_cel")
-    editor.fill('error &&\n  metadata.env ==')
+    editor.fill("error &&\n  metadata.env ==")
     expect(page.locator("#cel_error")).to_contain_text("Syntax error at line 2")
     expect(page.locator(".cel-where")).to_have_attribute("aria-label", "Line 2, column 18")
-    shoot(page, "routing-cel-error")
+    _shot(page, shoot, "routing-cel-error")
     # Saving as it is refuses it, with the same message next to the field and the text kept.
     page.locator("#dest-0-name").select_option("lf-prod")
     page.get_by_role("button", name="Create rule").click()
     expect(page.locator("#cel_error")).to_contain_text("Syntax error at line 2")
-    expect(page.locator("#id_cel")).to_have_value('error &&\n  metadata.env ==')
+    expect(page.locator("#id_cel")).to_have_value("error &&\n  metadata.env ==")
     page.locator("#id_cel").fill('error &&\n  metadata.env == "prod"')
     expect(page.locator(".cel-ok")).to_have_text("Valid expression")
     expect(page.locator("#cel_error")).to_have_count(0)
@@ -109,7 +115,7 @@ def test_reorder_and_disable_from_the_keyboard(page, sign_in, shoot, team, integ
     page.get_by_role("button", name="Disable expensive").click()
     expect(page.get_by_role("button", name="Enable expensive")).to_be_visible()
     assert not RoutingRule.objects.get(team=team, name="expensive").enabled
-    shoot(page, "routing-rules")
+    _shot(page, shoot, "routing-rules")
     page.get_by_label("Delete errors", exact=True).click()  # the confirmation's summary
     page.get_by_role("dialog").get_by_role("button", name="Delete rule").click()
     expect(page.get_by_role("status")).to_contain_text("Rule 'errors' deleted")
@@ -136,7 +142,7 @@ def test_a_dry_run_shows_who_would_receive_a_trace_and_why(page, sign_in, shoot,
     expect(result).to_contain_text("Would go to audit-hook")
     expect(result).to_contain_text("matched rule 'errors'")
     expect(result).to_contain_text("sampled out")  # checkout-42's sample point is above 0.1
-    shoot(page, "routing-test")
+    _shot(page, shoot, "routing-test")
     page.get_by_label("Model").fill("my-own-model")
     page.get_by_label("Status").select_option("success")
     page.get_by_role("button", name="Test this trace").click()
@@ -158,7 +164,7 @@ def test_the_sampling_policy_page(page, sign_in, shoot, team, admin):
     policy = SamplingPolicy.objects.get(team=team)
     assert policy.default_sample_rate == 0.5
     assert policy.rules == [{"condition": 'environment == "development"', "sample_rate": 0.1}]
-    shoot(page, "routing-sampling")
+    _shot(page, shoot, "routing-sampling")
 
 
 def test_a_stale_edit_is_shown_and_the_input_kept(new_page, sign_in, shoot, team, integrations, admin):
@@ -178,7 +184,7 @@ def test_a_stale_edit_is_shown_and_the_input_kept(new_page, sign_in, shoot, team
     expect(mine.get_by_role("alert")).to_contain_text("user:bob@example.com")
     expect(mine.locator(".theirs")).to_contain_text("Disabled")
     expect(mine.get_by_label("Name", exact=True)).to_have_value("my name for it")
-    shoot(mine, "routing-stale")
+    _shot(mine, shoot, "routing-stale")
     mine.get_by_role("button", name="Save mine over theirs").click()
     expect(mine.get_by_role("status")).to_contain_text("Rule 'my name for it' saved")
 
@@ -191,8 +197,8 @@ def test_a_viewer_reads_rules_without_edit_controls(page, sign_in, shoot, team, 
     expect(page.locator(".rule-name")).to_have_count(2)
     expect(page.get_by_role("link", name="New rule")).to_have_count(0)
     expect(page.get_by_role("button", name="Move expensive up")).to_have_count(0)
-    shoot(page, "routing-viewer")
+    _shot(page, shoot, "routing-viewer")
     page.get_by_role("link", name="View errors").click()
     expect(page.get_by_label("Name", exact=True)).to_be_disabled()
     expect(page.get_by_role("button", name="Save rule")).to_have_count(0)
-    shoot(page, "routing-rule-viewer")
+    _shot(page, shoot, "routing-rule-viewer")

@@ -212,7 +212,7 @@ def test_an_edit_keeps_what_the_api_stored_on_a_fallback(as_role, team, integrat
     }
     _, stored = edits.rule_save(team_id=team.pk, rule=rule, rule_id=None, version=0, actor="api")
     page = as_role("admin").get(f"/routing/rules/{stored.pk}").content.decode()
-    assert '<option value="webhook" selected>' in page
+    assert '<option value="webhook" data-webhook selected>' in page
     post = {"name": "keep", "mode": "every", "dest-0-name": "lf-prod", "dest-0-fallback-0": "webhook"}
     assert as_role("admin").post(f"/routing/rules/{stored.pk}", {**post, "version": _version(team)}).status_code == 302
     stored.refresh_from_db()
