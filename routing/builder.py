@@ -257,9 +257,21 @@ def condition_to_rows(condition: Mapping[str, Any]) -> list[Row] | None:
                 return None
         else:
             return None
-    if rows_round_trip(rows) != dict(condition):
+    if rows_round_trip(rows) != _flat(condition):
         return None
     return rows
+
+
+def _flat(condition: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"metadata": {"env": "prod"}}`` as ``{"metadata.env": "prod"}``: the same test (both split
+    the key on dots), in the spelling the builder writes."""
+    out: dict[str, Any] = {}
+    for key, value in condition.items():
+        if key == "metadata" and isinstance(value, Mapping):
+            out.update({f"metadata.{k}": v for k, v in value.items()})
+        else:
+            out[key] = value
+    return out
 
 
 def rows_round_trip(rows: list[Row]) -> Any:

@@ -446,3 +446,19 @@ def test_rules_of_another_team_are_untouched_by_this_teams_edits(as_role, team, 
     as_role("admin").post(f"/routing/rules/{rules['errors'].pk}/delete", {"version": _version(team)})
     assert list(RoutingRule.objects.filter(team=other).values_list("name", flat=True)) == ["errors"]
     assert RuleSet.objects.get(team=other).version == 1
+
+
+def test_a_condition_the_builder_cannot_show_is_edited_as_json(as_role, team, integrations):
+    from routing import edits
+
+    rule = {"name": "odd", "conditions": {"model": ["a,b", "c"]}, "destinations": ["lf-prod"]}
+    _, stored = edits.rule_save(team_id=team.pk, rule=rule, rule_id=None, version=0, actor="api")
+    client = as_role("admin")
+    text = client.get(f"/routing/rules/{stored.pk}").content.decode()
+    assert 'id="mode-json" checked' in text and "&quot;a,b&quot;" in text
+    post = {"name": "odd", "mode": "json", "json": '{"model": ["a,b", "d"]}', "dest-0-name": "lf-prod"}
+    assert client.post(f"/routing/rules/{stored.pk}", {**post, "version": _version(team)}).status_code == 302
+    stored.refresh_from_db()
+    assert stored.conditions == {"model": ["a,b", "d"]}
+    response = client.post(f"/routing/rules/{stored.pk}", {**post, "json": "{", "version": _version(team)})
+    assert response.status_code == 400 and 'id="id_json_error"' in response.content.decode()
