@@ -28,6 +28,7 @@ NAV: list[NavItem] = [
     NavItem("Sessions", "trace-sessions"),
     NavItem("Users", "trace-users"),
     NavItem("Analytics", "analytics-page"),
+    NavItem("Routing", "routing-page"),
     NavItem("Reports", "reports"),
     NavItem("Alerts", "alerts"),
     NavItem("API keys", "settings-api-keys", section="settings"),

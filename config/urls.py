@@ -45,5 +45,6 @@ urlpatterns = [
     path("", include("analytics.dashboard_urls")),
     path("", include("reports.dashboard_urls")),
     path("", include("alerts.dashboard_urls")),
+    path("", include("routing.dashboard_urls")),
     path("", home, name="home"),
 ]

@@ -12,6 +12,7 @@ from typing import Any
 from accounts.principals import KeyPrincipal
 from config.problems import Problem
 from traces.normalize import TraceValidationError, normalize_trace
+from traces.records import TraceRecord
 
 from . import selectors
 from .router import route
@@ -55,25 +56,34 @@ def routing_dry_run(
         slug = "payload-too-large" if status == 413 else "validation"
         raise Problem(status, slug, detail, title="Invalid trace", errors=errors)
 
-    results = []
-    for record in records:
-        ctx = record.condition_context()
-        result = route(ctx, compiled, explain=True)
-        results.append(
-            {
-                "trace_id": record.trace_id,
-                "trace": ctx,
-                "destinations": result.destinations,
-                "sampled_out": [_decision_json(d) for d in result.sampled_out],
-                "decisions": [_decision_json(d) for d in result.decisions],
-                "matched_rules": list(result.matched_rules),
-                "sample_point": result.sample_point,
-                "policy": {"rate": result.policy_rate, "reason": result.policy_reason},
-                "evaluations": [e.as_dict() for e in result.evaluations],
-                "errors": [{"rule": rule, "error": error} for rule, error in result.errors],
-            }
-        )
+    results = [_result_json(record, compiled) for record in records]
     return {"rules_version": rules_version, "sampling_version": sampling_version, "results": results}
+
+
+def routing_dry_run_stored(*, team_id: int, records: Sequence[TraceRecord]) -> dict[str, Any]:
+    """The same answer for traces already stored (`TraceRecord.from_trace`), under the saved rules:
+    their own ids, sources and stored costs, so the sampling points and cost conditions are the
+    ones ingest saw (only the rules may have changed since)."""
+    compiled, rules_version, sampling_version = _routing(team_id, None, None)
+    results = [_result_json(record, compiled) for record in records]
+    return {"rules_version": rules_version, "sampling_version": sampling_version, "results": results}
+
+
+def _result_json(record: TraceRecord, compiled: Any) -> dict[str, Any]:
+    ctx = record.condition_context()
+    result = route(ctx, compiled, explain=True)
+    return {
+        "trace_id": record.trace_id,
+        "trace": ctx,
+        "destinations": result.destinations,
+        "sampled_out": [_decision_json(d) for d in result.sampled_out],
+        "decisions": [_decision_json(d) for d in result.decisions],
+        "matched_rules": list(result.matched_rules),
+        "sample_point": result.sample_point,
+        "policy": {"rate": result.policy_rate, "reason": result.policy_reason},
+        "evaluations": [e.as_dict() for e in result.evaluations],
+        "errors": [{"rule": rule, "error": error} for rule, error in result.errors],
+    }
 
 
 def _routing(team_id: int, rules: Any, sampling: Any) -> tuple[Any, int | None, int | None]:

@@ -1,0 +1,103 @@
+"""/routing/test: the API's dry run on a trace typed into the form or on the team's recent traces,
+under the saved rules; every role sees the page, members and up run it (they send test traces)."""
+
+from __future__ import annotations
+
+import pytest
+
+from routing import edits
+from traces.models import Trace
+
+from ..factories import IntegrationFactory, TraceFactory
+from .conftest import ROLES
+
+pytestmark = pytest.mark.django_db
+
+TYPED = {
+    "source": "typed",
+    "id": "checkout-42",
+    "model": "gpt-4o",
+    "provider": "",
+    "status": "error",
+    "environment": "production",
+    "prompt_tokens": "1200",
+    "completion_tokens": "300",
+    "latency_ms": "800",
+    "tags": "beta",
+    "metadata": '{"env": "prod"}',
+}
+
+
+@pytest.fixture
+def rules(team):
+    IntegrationFactory(team=team, name="lf-prod", platform="langfuse", config={})
+    IntegrationFactory(team=team, name="audit-hook", platform="webhook")
+    version = 0
+    for rule in [
+        {"name": "errors", "priority": 10, "conditions": {"error": True}, "destinations": ["lf-prod"]},
+        {"name": "cheap", "priority": 20, "condition": "cost < 0.001", "destinations": ["audit-hook"]},
+        {"name": "none of it", "priority": 30, "destinations": [{"name": "audit-hook", "sample_rate": 0.0}]},
+    ]:
+        header, _ = edits.rule_save(team_id=team.pk, rule=rule, rule_id=None, version=version, actor="test")
+        version = header.version
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_role_sees_the_page_and_members_and_up_may_run_it(as_role, role, rules):
+    text = as_role(role).get("/routing/test").content.decode()
+    assert "Test this trace" in text and "Under 3 rules (version 3)" in text
+    runs = role != "viewer"
+    assert ('<fieldset class="plain" disabled>' in text) == (not runs)
+    response = as_role(role).post("/routing/test", TYPED)
+    assert response.status_code == (200 if runs else 403)
+
+
+@pytest.mark.parametrize("role", ["owner", "admin", "member"])
+def test_a_typed_trace_shows_who_would_receive_it_and_why(as_role, role, rules):
+    response = as_role(role).post("/routing/test", TYPED, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "<html" not in text and 'id="results"' in text
+    assert "checkout-42" in text
+    assert 'Would go to <span class="badge badge-success">lf-prod</span>' in text
+    assert "matched rule &#x27;errors&#x27;" in text
+    assert "sampled out" in text and "rate 0" in text  # the 0% rule's destination
+    assert "condition did not match" in text  # "cheap": gpt-4o at 1,500 tokens costs $0.006
+
+
+def test_an_unpriced_model_says_cost_unknown(as_role, rules):
+    response = as_role("member").post("/routing/test", {**TYPED, "model": "my-own-model", "status": "success"})
+    text = response.content.decode()
+    assert "cost unknown" in text and "cost unknown: model unpriced" in text
+    assert "Would go nowhere" in text
+
+
+def test_bad_trace_fields_are_errors_next_to_them(as_role, rules):
+    response = as_role("member").post("/routing/test", {**TYPED, "model": "", "prompt_tokens": "many", "metadata": "{"})
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert 'id="trace-metadata_error"' in text and "Not valid JSON" in text
+    assert 'value="many"' in text
+    response = as_role("member").post("/routing/test", {**TYPED, "model": "", "prompt_tokens": "many"})
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert 'id="trace-model_error"' in text and 'id="trace-prompt_tokens_error"' in text
+
+
+def test_recent_traces_are_tested_with_their_own_ids(as_role, team, rules):
+    TraceFactory(team=team, model="gpt-4o", status="error")
+    TraceFactory(team=team, model="gpt-4o-mini")
+    response = as_role("member").post("/routing/test", {"source": "recent", "count": "10"})
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "2 recent traces" in text
+    for trace in Trace.objects.filter(team=team):
+        assert f'href="/traces/{trace.trace_id}"' in text
+    response = as_role("member").post("/routing/test", {"source": "recent", "count": "1000"})
+    assert response.status_code == 400 and "Choose 10, 25, 50 traces." in response.content.decode()
+
+
+def test_recent_traces_are_this_teams_only(as_role, team, other_team, rules):
+    theirs = TraceFactory(team=other_team, model="gpt-4o")
+    text = as_role("owner").post("/routing/test", {"source": "recent", "count": "10"}).content.decode()
+    assert theirs.trace_id not in text and "No traces yet" in text
