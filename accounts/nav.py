@@ -27,6 +27,7 @@ NAV: list[NavItem] = [
     NavItem("Traces", "trace-feed"),
     NavItem("Sessions", "trace-sessions"),
     NavItem("Users", "trace-users"),
+    NavItem("Integrations", "integrations-page"),
     NavItem("API keys", "settings-api-keys", section="settings"),
     NavItem("Team", "settings-team", section="settings"),
     NavItem("Privacy", "settings-privacy", section="settings"),

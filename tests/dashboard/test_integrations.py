@@ -1,0 +1,518 @@
+"""/integrations: every role reads the list (with the last 24 h of deliveries) and an integration's
+page (secrets masked); admins and owners add, edit, test, disable and delete; members and up replay
+dead letters; another team's integration is a 404. Bad input shows next to its field."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from accounts.models import AuditEvent
+from delivery.models import Delivery, DeliveryStatus
+from integrations.models import Integration
+from integrations.selectors import full_config
+from integrations.services import IntegrationInput, integration_create
+from tests.fakes import FakeWebhookReceiver, Reply
+
+from ..factories import IntegrationFactory, TraceFactory
+from .conftest import ROLES
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "whsec-very-secret-value-7788"
+MANAGERS = ["owner", "admin"]
+NOT_MANAGERS = ["member", "viewer"]
+
+
+@pytest.fixture
+def hook(team):
+    return integration_create(
+        team_id=team.pk,
+        data=IntegrationInput(
+            name="orders-hook",
+            platform="webhook",
+            config={"url": "http://127.0.0.1:9/hook", "secret": SECRET, "headers": {"X-Team": "search"}},
+            default_tags=["relay"],
+            metadata_mapping={"customer": "user"},
+            timeout_s=5.0,
+            retry_policy={"max_attempts": 3},
+        ),
+        actor="test",
+    )
+
+
+def delivery(team, integration, status, *, name=None, age=timedelta(0), error="", code=None, resolved=True):
+    row = Delivery.objects.create(
+        team=team,
+        trace=TraceFactory(team=team),
+        destination=name or integration.name,
+        integration=integration if resolved else None,
+        status=status,
+        last_error=error,
+        last_status_code=code,
+    )
+    if age:
+        Delivery.objects.filter(pk=row.pk).update(created_at=timezone.now() - age)
+    return row
+
+
+def webhook_form(**changes):
+    data = {
+        "name": "my-hook",
+        "enabled": "on",
+        "config_url": "http://127.0.0.1:9/hook",
+        "config_headers": "",
+        "config_secret": "",
+        "default_tags": "",
+        "metadata_mapping": "",
+        "timeout_s": "",
+        "retry_max_attempts": "",
+        "retry_base_delay_s": "",
+        "retry_max_delay_s": "",
+    }
+    data.update(changes)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+# --- the list ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_role_sees_the_list_with_counts(as_role, role, team, hook):
+    for status in ["delivered", "delivered", "failed", "dead", "pending", "sending"]:
+        delivery(team, hook, status)
+    delivery(team, hook, "delivered", age=timedelta(hours=25))  # older than the window
+    delivery(team, hook, "pending", resolved=False)  # routed by name, not tried yet
+    response = as_role(role).get("/integrations")
+    assert response.status_code == 200
+    row = response.context["rows"][0]
+    assert row["counts"] == {"delivered": 2, "failed": 1, "dead": 1, "pending": 3}
+    text = response.content.decode()
+    assert "orders-hook" in text and SECRET not in text
+    assert ('href="/integrations/new"' in text) == (role in MANAGERS)
+
+
+def test_the_list_is_in_the_top_navigation(as_role):
+    assert 'href="/integrations">Integrations</a>' in as_role("viewer").get("/traces").content.decode()
+
+
+def test_an_outsider_does_not_see_the_teams_integrations(as_role, hook):
+    response = as_role("outsider").get("/integrations")
+    assert response.status_code == 200 and "orders-hook" not in response.content.decode()
+
+
+def test_counts_follow_the_platform_alias_routing(team, as_role):
+    """A delivery routed to "webhook" (the platform) counts for the integration it resolved to."""
+    integration = IntegrationFactory(team=team, name="ops")
+    delivery(team, integration, "dead", name="webhook")
+    response = as_role("viewer").get(f"/integrations/{integration.pk}")
+    assert response.context["counts"]["dead"] == 1
+    assert "routed as webhook" in response.content.decode()
+
+
+# --- one integration -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_role_reads_an_integration_with_secrets_masked(as_role, role, hook):
+    response = as_role(role).get(f"/integrations/{hook.pk}")
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert SECRET not in text and "set (****7788)" in text
+    assert "X-Team: search" in text and "relay" in text and "customer" in text
+    assert (f"/integrations/{hook.pk}/edit" in text) == (role in MANAGERS)
+    assert (f"/integrations/{hook.pk}/delete" in text) == (role in MANAGERS)
+    assert ("Test connection" in text) == (role in MANAGERS)
+
+
+def test_another_teams_integration_is_a_404(as_role, other_team):
+    theirs = IntegrationFactory(team=other_team)
+    client = as_role("owner")
+    assert client.get(f"/integrations/{theirs.pk}").status_code == 404
+    assert client.get(f"/integrations/{theirs.pk}/edit").status_code == 404
+    for action in ["test", "toggle", "delete", "dead-letters/replay"]:
+        assert client.post(f"/integrations/{theirs.pk}/{action}").status_code == 404
+    assert Integration.objects.filter(pk=theirs.pk, enabled=True).exists()
+
+
+def test_an_outsider_gets_404_for_every_action(as_role, hook):
+    client = as_role("outsider")
+    assert client.get(f"/integrations/{hook.pk}").status_code == 404
+    for action in ["test", "toggle", "delete", "dead-letters/replay"]:
+        assert client.post(f"/integrations/{hook.pk}/{action}").status_code == 404
+    assert Integration.objects.filter(pk=hook.pk).exists()
+
+
+def test_a_visitor_is_sent_to_log_in(client, hook):
+    assert client.get("/integrations")["Location"].startswith("/login")
+    assert client.post(f"/integrations/{hook.pk}/delete")["Location"].startswith("/login")
+    assert Integration.objects.filter(pk=hook.pk).exists()
+
+
+# --- add ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", MANAGERS)
+def test_admins_pick_a_platform_and_see_its_fields(as_role, role):
+    client = as_role(role)
+    picker = client.get("/integrations/new").content.decode()
+    for platform in ["langfuse", "langsmith", "phoenix", "mlflow", "helicone", "datadog", "weave", "otlp", "webhook"]:
+        assert f'href="/integrations/new/{platform}"' in picker
+    form = client.get("/integrations/new/langfuse").content.decode()
+    assert 'name="config_publicKey"' in form and 'name="config_secretKey"' in form and 'name="config_host"' in form
+    assert 'type="password"' in form and "https://cloud.langfuse.com" in form
+    assert 'name="config_url"' not in form
+    datadog = client.get("/integrations/new/datadog").content.decode()
+    assert '<select name="config_site"' in datadog and "datadoghq.eu" in datadog
+
+
+def test_an_unknown_platform_is_a_404(as_role):
+    assert as_role("owner").get("/integrations/new/splunk").status_code == 404
+    assert as_role("owner").get("/integrations/new/custom-webhook").status_code == 404  # aliases are not pages
+
+
+@pytest.mark.parametrize("role", MANAGERS)
+def test_admins_add_a_webhook(as_role, role, team):
+    response = as_role(role).post(
+        "/integrations/new/webhook",
+        webhook_form(
+            name="billing",
+            config_secret="s3cret-signing-key",
+            config_headers="X-Env: prod\nAuthorization: Bearer tok-123456",
+            default_tags="relay, prod",
+            metadata_mapping="customer = user\ninternal =",
+            timeout_s="7.5",
+            retry_max_attempts="4",
+        ),
+    )
+    integration = Integration.objects.get(team=team, name="billing")
+    assert response.status_code == 302 and response["Location"] == f"/integrations/{integration.pk}"
+    assert integration.config == {"url": "http://127.0.0.1:9/hook", "headers": {"X-Env": "prod"}}
+    assert "s3cret" not in integration.secrets  # encrypted
+    config = full_config(integration)
+    assert config["secret"] == "s3cret-signing-key"
+    assert config["headers"] == {"X-Env": "prod", "Authorization": "Bearer tok-123456"}
+    assert integration.default_tags == ["relay", "prod"]
+    assert integration.metadata_mapping == {"customer": "user", "internal": None}
+    assert integration.timeout_s == 7.5 and integration.retry_policy["max_attempts"] == 4
+    assert integration.retry_policy["base_delay_s"] == 1.0  # the default kept
+    assert AuditEvent.objects.get(team=team, action="integration.create").actor.startswith("user:")
+
+
+def test_defaults_apply_to_fields_left_blank(as_role, team):
+    response = as_role("owner").post(
+        "/integrations/new/langfuse",
+        {"name": "lf", "enabled": "on", "config_publicKey": "pk-lf-1", "config_secretKey": "sk-lf-123456789"},
+    )
+    assert response.status_code == 302
+    integration = Integration.objects.get(team=team, name="lf")
+    assert integration.config["host"] == "https://cloud.langfuse.com" and integration.timeout_s == 10.0
+
+
+@pytest.mark.parametrize("role", NOT_MANAGERS)
+def test_members_and_viewers_cannot_add(as_role, role):
+    client = as_role(role)
+    assert client.get("/integrations/new").status_code == 403
+    assert client.get("/integrations/new/webhook").status_code == 403
+    assert client.post("/integrations/new/webhook", webhook_form()).status_code == 403
+    assert not Integration.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "changes,field,message",
+    [
+        ({"config_url": ""}, "config_url", "This field is required."),
+        ({"config_url": "not a url"}, "config_url", "URL"),
+        ({"config_url": "http://169.254.169.254/latest/meta-data"}, "config_url", "metadata"),
+        ({"config_url": "ftp://example.com/hook"}, "config_url", "http"),
+        ({"name": ""}, "name", "blank"),
+        ({"name": "-bad name"}, "name", "Start with a letter or digit"),
+        ({"name": "langfuse"}, "name", "names the langfuse platform"),
+        ({"metadata_mapping": "customer"}, "metadata_mapping", "Line 1: write it as our_key = their_key."),
+        ({"config_headers": "no colon here"}, "config_headers", "Line 1"),
+        ({"config_headers": "Host: evil"}, "config_headers", "set by tracerelay"),
+        ({"timeout_s": "500"}, "timeout_s", "less than or equal to 120"),
+        ({"timeout_s": "soon"}, "timeout_s", "A valid number is required."),
+        ({"retry_max_attempts": "0"}, "retry_max_attempts", "greater than or equal to 1"),
+        ({"retry_base_delay_s": "60", "retry_max_delay_s": "10"}, "retry_max_delay_s", "at least base_delay_s"),
+    ],
+)
+def test_bad_input_shows_next_to_its_field(as_role, changes, field, message):
+    response = as_role("admin").post("/integrations/new/webhook", webhook_form(**changes))
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert field in errors and message in " ".join(errors[field]), errors
+    assert f'id="id_{field}_error"' in response.content.decode()
+    assert not Integration.objects.exists()
+
+
+def test_every_problem_is_shown_at_once(as_role):
+    response = as_role("admin").post(
+        "/integrations/new/langfuse", {"name": "", "config_host": "http://169.254.169.254", "timeout_s": "0"}
+    )
+    errors = response.context["form"].errors
+    assert response.status_code == 400
+    assert {"name", "timeout_s"} <= set(errors)
+
+
+def test_config_errors_show_once_the_envelope_is_valid(as_role):
+    response = as_role("admin").post(
+        "/integrations/new/langfuse", {"name": "lf", "config_host": "http://169.254.169.254"}
+    )
+    errors = response.context["form"].errors
+    assert {"config_publicKey", "config_secretKey", "config_host"} <= set(errors), errors
+
+
+def test_a_taken_name_is_refused_on_the_name(as_role, hook):
+    response = as_role("admin").post("/integrations/new/webhook", webhook_form(name="orders-hook"))
+    assert response.status_code == 409
+    assert "already has an integration named" in response.context["form"].errors["name"][0]
+
+
+def test_a_secret_typed_is_never_rendered_back(as_role):
+    response = as_role("admin").post(
+        "/integrations/new/webhook", webhook_form(config_url="", config_secret="typed-secret-1")
+    )
+    assert response.status_code == 400 and "typed-secret-1" not in response.content.decode()
+
+
+# --- edit --------------------------------------------------------------------------------------------
+
+
+def edit_form(hook, **changes):
+    shown = {
+        "name": hook.name,
+        "config_url": hook.config["url"],
+        "config_headers": "X-Team: search",
+        "default_tags": "relay",
+        "metadata_mapping": "customer = user",
+        "timeout_s": "5",
+        "retry_max_attempts": "3",
+        "retry_base_delay_s": "1",
+        "retry_max_delay_s": "300",
+    }
+    return webhook_form(**{**shown, **changes})
+
+
+def test_the_edit_form_shows_values_but_no_secret(as_role, hook):
+    text = as_role("admin").get(f"/integrations/{hook.pk}/edit").content.decode()
+    assert 'value="orders-hook"' in text and 'value="http://127.0.0.1:9/hook"' in text
+    assert SECRET not in text and "Set (****7788). Leave blank to keep it." in text
+
+
+@pytest.mark.parametrize("role", MANAGERS)
+def test_a_secret_left_blank_keeps_its_value(as_role, role, hook):
+    response = as_role(role).post(f"/integrations/{hook.pk}/edit", edit_form(hook, name="orders", timeout_s="9"))
+    assert response.status_code == 302
+    hook.refresh_from_db()
+    assert hook.name == "orders" and hook.timeout_s == 9
+    assert full_config(hook)["secret"] == SECRET
+    event = AuditEvent.objects.get(action="integration.update")
+    assert event.data["secrets_changed"] == [] and "name" in event.data["changed"]
+
+
+def test_a_new_secret_replaces_the_old(as_role, hook):
+    as_role("owner").post(f"/integrations/{hook.pk}/edit", edit_form(hook, config_secret="brand-new-secret-99"))
+    hook.refresh_from_db()
+    assert full_config(hook)["secret"] == "brand-new-secret-99"
+    assert AuditEvent.objects.get(action="integration.update").data["secrets_changed"] == ["secret"]
+
+
+def test_a_masked_credential_header_sent_back_keeps_its_value(as_role, team):
+    integration = integration_create(
+        team_id=team.pk,
+        data=IntegrationInput(
+            name="auth-hook",
+            platform="webhook",
+            config={"url": "http://127.0.0.1:9/hook", "headers": {"Authorization": "Bearer abcdefgh1234"}},
+            default_tags=[],
+            metadata_mapping={},
+            timeout_s=10,
+            retry_policy={},
+        ),
+        actor="test",
+    )
+    client = as_role("admin")
+    text = client.get(f"/integrations/{integration.pk}/edit").content.decode()
+    assert "Authorization: ****1234" in text and "abcdefgh" not in text
+    form = edit_form(integration, config_headers="Authorization: ****1234\nX-New: 1")
+    assert client.post(f"/integrations/{integration.pk}/edit", form).status_code == 302
+    integration.refresh_from_db()
+    assert full_config(integration)["headers"] == {"Authorization": "Bearer abcdefgh1234", "X-New": "1"}
+
+
+def test_an_edit_with_bad_input_changes_nothing(as_role, hook):
+    response = as_role("admin").post(
+        f"/integrations/{hook.pk}/edit", edit_form(hook, config_url="http://169.254.169.254/")
+    )
+    assert response.status_code == 400 and "config_url" in response.context["form"].errors
+    hook.refresh_from_db()
+    assert hook.config["url"] == "http://127.0.0.1:9/hook"
+
+
+@pytest.mark.parametrize("role", NOT_MANAGERS)
+def test_members_and_viewers_cannot_edit(as_role, role, hook):
+    client = as_role(role)
+    assert client.get(f"/integrations/{hook.pk}/edit").status_code == 403
+    assert client.post(f"/integrations/{hook.pk}/edit", edit_form(hook, name="x")).status_code == 403
+    hook.refresh_from_db()
+    assert hook.name == "orders-hook"
+
+
+# --- test connection ---------------------------------------------------------------------------------
+
+
+def test_test_connection_on_the_add_form_checks_without_saving(as_role):
+    with FakeWebhookReceiver(secret="sig-secret-1234567") as fake:
+        form = webhook_form(config_url=fake.url + "/hook", config_secret="sig-secret-1234567", test="1")
+        response = as_role("admin").post("/integrations/new/webhook", form)
+        assert response.status_code == 200
+        assert response.context["check"]["ok"] is True and len(fake.pings) == 1
+        assert "Connection works" in response.content.decode()
+        fake.queue(Reply(503, "down for maintenance"))
+        failed = as_role("admin").post("/integrations/new/webhook", form)
+    assert failed.context["check"]["ok"] is False and "Connection failed" in failed.content.decode()
+    assert failed.context["check"]["status_code"] == 503
+    assert not Integration.objects.exists()
+
+
+def test_test_connection_on_the_edit_form_uses_the_stored_secret(as_role, team):
+    with FakeWebhookReceiver(secret=SECRET) as fake:
+        integration = integration_create(
+            team_id=team.pk,
+            data=IntegrationInput(
+                name="signed",
+                platform="webhook",
+                config={"url": fake.url + "/hook", "secret": SECRET},
+                default_tags=[],
+                metadata_mapping={},
+                timeout_s=5,
+                retry_policy={},
+            ),
+            actor="test",
+        )
+        form = edit_form(integration, config_url=fake.url + "/hook", test="1")
+        response = as_role("owner").post(f"/integrations/{integration.pk}/edit", form)
+    assert response.context["check"]["ok"] is True, response.context["check"]
+
+
+@pytest.mark.parametrize("role", MANAGERS)
+def test_admins_test_a_saved_integration(as_role, role, team):
+    with FakeWebhookReceiver() as fake:
+        integration = IntegrationFactory(team=team, config={"url": fake.url + "/hook", "headers": {}})
+        response = as_role(role).post(f"/integrations/{integration.pk}/test")
+        assert response.status_code == 200 and response.context["check"]["ok"] is True
+        assert len(fake.pings) == 1
+
+
+def test_a_failing_check_says_why(as_role, team):
+    integration = IntegrationFactory(team=team, config={"url": "http://127.0.0.1:9/hook", "headers": {}})
+    response = as_role("owner").post(f"/integrations/{integration.pk}/test", HTTP_HX_REQUEST="true")
+    text = response.content.decode()
+    assert text.lstrip().startswith('<div id="check-result"') and "<html" not in text
+    assert "Connection failed" in text and response.context["check"]["ok"] is False
+
+
+@pytest.mark.parametrize("role", NOT_MANAGERS)
+def test_members_and_viewers_cannot_test(as_role, role, hook):
+    assert as_role(role).post(f"/integrations/{hook.pk}/test").status_code == 403
+
+
+# --- enable, disable, delete -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("role", MANAGERS)
+def test_admins_disable_and_enable(as_role, role, hook):
+    client = as_role(role)
+    assert client.post(f"/integrations/{hook.pk}/toggle").status_code == 302
+    hook.refresh_from_db()
+    assert hook.enabled is False
+    client.post(f"/integrations/{hook.pk}/toggle")
+    hook.refresh_from_db()
+    assert hook.enabled is True
+
+
+@pytest.mark.parametrize("role", MANAGERS)
+def test_admins_delete(as_role, role, team, hook):
+    response = as_role(role).post(f"/integrations/{hook.pk}/delete")
+    assert response.status_code == 302 and response["Location"] == "/integrations"
+    assert not Integration.objects.filter(pk=hook.pk).exists()
+    assert AuditEvent.objects.filter(team=team, action="integration.delete", target="orders-hook").exists()
+
+
+@pytest.mark.parametrize("role", NOT_MANAGERS)
+def test_members_and_viewers_cannot_disable_or_delete(as_role, role, hook):
+    client = as_role(role)
+    assert client.post(f"/integrations/{hook.pk}/toggle").status_code == 403
+    assert client.post(f"/integrations/{hook.pk}/delete").status_code == 403
+    hook.refresh_from_db()
+    assert hook.enabled is True
+
+
+def test_actions_are_posts(as_role, hook):
+    client = as_role("owner")
+    for action in ["test", "toggle", "delete", "dead-letters/replay"]:
+        assert client.get(f"/integrations/{hook.pk}/{action}").status_code == 405
+
+
+# --- dead letters -------------------------------------------------------------------------------------
+
+
+def test_dead_letters_newest_first_with_the_reason(as_role, team, hook):
+    old = delivery(team, hook, "dead", error="HTTP 500: upstream broke", code=500)
+    new = delivery(team, hook, "dead", error="connection refused")
+    delivery(team, hook, "delivered")
+    response = as_role("viewer").get(f"/integrations/{hook.pk}")
+    assert [d.pk for d in response.context["dead"]] == [new.pk, old.pk]
+    text = response.content.decode()
+    assert "HTTP 500: upstream broke" in text and "connection refused" in text
+    assert f"/integrations/{hook.pk}/deliveries/{new.pk}/replay" not in text  # a viewer has no Replay
+    member_text = as_role("member").get(f"/integrations/{hook.pk}").content.decode()
+    assert f"/integrations/{hook.pk}/deliveries/{new.pk}/replay" in member_text and "Replay all 2" in member_text
+
+
+@pytest.mark.parametrize("role", ["owner", "admin", "member"])
+def test_members_and_up_replay_one(as_role, role, team, hook):
+    dead = delivery(team, hook, "dead", error="boom")
+    response = as_role(role).post(f"/integrations/{hook.pk}/deliveries/{dead.pk}/replay", follow=True)
+    assert response.status_code == 200 and "queued again" in response.content.decode()
+    dead.refresh_from_db()
+    assert dead.status == DeliveryStatus.PENDING and dead.replay_count == 1
+    assert AuditEvent.objects.get(team=team, action="delivery.replay", target=str(dead.pk)).actor.startswith("user:")
+
+
+def test_a_viewer_cannot_replay(as_role, team, hook):
+    dead = delivery(team, hook, "dead")
+    assert as_role("viewer").post(f"/integrations/{hook.pk}/deliveries/{dead.pk}/replay").status_code == 403
+    assert as_role("viewer").post(f"/integrations/{hook.pk}/dead-letters/replay").status_code == 403
+    dead.refresh_from_db()
+    assert dead.status == DeliveryStatus.DEAD
+
+
+def test_another_integrations_delivery_is_a_404(as_role, team, hook):
+    other = IntegrationFactory(team=team, name="other")
+    dead = delivery(team, other, "dead")
+    assert as_role("owner").post(f"/integrations/{hook.pk}/deliveries/{dead.pk}/replay").status_code == 404
+    dead.refresh_from_db()
+    assert dead.status == DeliveryStatus.DEAD
+
+
+def test_replaying_a_delivered_one_says_it_is_not_replayable(as_role, team, hook):
+    done = delivery(team, hook, "delivered")
+    response = as_role("member").post(f"/integrations/{hook.pk}/deliveries/{done.pk}/replay", follow=True)
+    assert "Not replayed: only dead or failed deliveries can be replayed" in response.content.decode()
+
+
+@pytest.mark.parametrize("role", ["owner", "admin", "member"])
+def test_members_and_up_replay_all(as_role, role, team, hook):
+    mine = [delivery(team, hook, "dead"), delivery(team, hook, "dead", name="webhook")]
+    other = delivery(team, IntegrationFactory(team=team, name="other"), "dead")
+    response = as_role(role).post(f"/integrations/{hook.pk}/dead-letters/replay", follow=True)
+    assert "2 dead letters queued again" in response.content.decode()
+    assert {d.status for d in Delivery.objects.filter(pk__in=[d.pk for d in mine])} == {DeliveryStatus.PENDING}
+    other.refresh_from_db()
+    assert other.status == DeliveryStatus.DEAD
+    event = AuditEvent.objects.get(team=team, action="delivery.replay_dead")
+    assert event.data["replayed"] == 2 and event.data["integration"] == "orders-hook"
