@@ -96,8 +96,8 @@ def integration_delivery_counts(
         return counts
     by_name = {name: pk for pk, name in pairs}
     match = Q()
-    for pk, name in pairs:
-        match |= of_integration(pk, name)
+    for integration_id, name in pairs:
+        match |= of_integration(integration_id, name)
     rows = (
         Delivery.objects.filter(match, team_id=team_id, created_at__gte=since)
         .values("integration_id", "destination", "status")
@@ -105,9 +105,9 @@ def integration_delivery_counts(
     )
     for row in rows:
         resolved: int | None = row["integration_id"]
-        pk: int | None = resolved if resolved in counts else by_name.get(row["destination"])
-        if pk is not None:
-            counts[pk][COUNTED[row["status"]]] += row["n"]
+        owner = resolved if resolved in counts else by_name.get(row["destination"])
+        if owner is not None:
+            counts[owner][COUNTED[row["status"]]] += row["n"]
     return counts
 
 
