@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 
 from accounts.access import DashboardRequest, team_view
 
@@ -46,8 +47,13 @@ def _form_page(request: DashboardRequest, form: IntegrationForm, status: int = 2
         "platform": form.platform,
         "platform_label": Platform(form.platform).label,
         "integration": form.integration,
+        "action": reverse("integrations-edit", args=[form.integration.pk])
+        if form.integration
+        else reverse("integrations-add", args=[form.platform]),
         **extra,
     }
+    if request.htmx:  # the form replaces itself (app.js keeps what was typed in its secret fields)
+        return render(request, "integrations/form.html#integration-form", context, status=status)
     return render(request, "integrations/form.html", context, status=status)
 
 
@@ -96,7 +102,7 @@ def integration_add(request: DashboardRequest, platform: str) -> HttpResponse:
         form.add_errors(exc.errors)
         return _form_page(request, form, status=400)
     messages.success(request, f"{integration.name} was added. Route traces to it with a rule naming it.")
-    return redirect("integrations-detail", integration.pk)
+    return _go(request, integration)
 
 
 @team_view(MANAGE)
@@ -120,7 +126,12 @@ def integration_edit(request: DashboardRequest, integration_id: int) -> HttpResp
         integration.refresh_from_db()
         return _form_page(request, form, status=400)
     messages.success(request, f"{integration.name} was saved.")
-    return redirect("integrations-detail", integration.pk)
+    return _go(request, integration)
+
+
+def _go(request: DashboardRequest, integration: Integration) -> HttpResponse:
+    url = reverse("integrations-detail", args=[integration.pk])
+    return HttpResponse(headers={"HX-Redirect": url}) if request.htmx else redirect(url)
 
 
 def _tested(request: DashboardRequest, form: IntegrationForm, data: dict[str, Any]) -> HttpResponse:

@@ -53,8 +53,14 @@ def test_the_nav_shows_pages_that_exist_and_the_role_allows(monkeypatch, team, o
     as_owner = Membership.objects.get(user=owner, team=team)
     as_viewer = Membership.objects.get(user=viewer, team=team)
     labels = [link.label for link in nav_links("/", as_owner, "main")]
-    assert labels == ["Overview", "Traces", "Sessions", "Users", "Keys admin"]
-    assert [link.label for link in nav_links("/", as_viewer, "main")] == ["Overview", "Traces", "Sessions", "Users"]
+    assert labels == ["Overview", "Traces", "Sessions", "Users", "Integrations", "Keys admin"]
+    assert [link.label for link in nav_links("/", as_viewer, "main")] == [
+        "Overview",
+        "Traces",
+        "Sessions",
+        "Users",
+        "Integrations",
+    ]
     settings = nav_links("/settings/team", as_owner, "settings")
     assert [(link.label, link.active) for link in settings] == [("API keys", False), ("Team", True), ("Privacy", False)]
 

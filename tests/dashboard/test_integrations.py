@@ -516,3 +516,14 @@ def test_members_and_up_replay_all(as_role, role, team, hook):
     assert other.status == DeliveryStatus.DEAD
     event = AuditEvent.objects.get(team=team, action="delivery.replay_dead")
     assert event.data["replayed"] == 2 and event.data["integration"] == "orders-hook"
+
+
+def test_with_htmx_the_form_replaces_itself_and_a_save_redirects(as_role, team):
+    client = as_role("admin")
+    ok = client.post("/integrations/new/webhook", webhook_form(test="1"), HTTP_HX_REQUEST="true")
+    text = ok.content.decode()
+    assert text.lstrip().startswith("<form") and "Connection failed" in text and "<html" not in text
+    bad = client.post("/integrations/new/webhook", webhook_form(config_url=""), HTTP_HX_REQUEST="true")
+    assert bad.status_code == 400 and 'id="id_config_url_error"' in bad.content.decode()
+    saved = client.post("/integrations/new/webhook", webhook_form(), HTTP_HX_REQUEST="true")
+    assert saved["HX-Redirect"] == f"/integrations/{Integration.objects.get(team=team).pk}"
