@@ -21,8 +21,7 @@ from django.views.decorators.http import require_POST
 from config.problems import InvalidInput
 
 from .. import services
-from ..access import DashboardRequest, switch_team, team_view
-from ..access import SESSION_TEAM
+from ..access import SESSION_TEAM, DashboardRequest, switch_team, team_view
 from ..forms import InviteForm, RoleForm, SignupForm, TeamForm
 from ..models import Invitation, Membership, Role
 from ..roles import ROLE_DESCRIPTIONS, Permission
