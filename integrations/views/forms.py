@@ -21,6 +21,7 @@ from ..registry import exporter_class
 from ..services import public_config, secrets_set
 
 CONFIG = "config_"  # form field prefix of a platform config field
+CLEAR = "__clear"  # suffix of the "remove the stored secret" box of an optional secret
 RETRY = "retry_"  # form field prefix of a retry policy field
 WORDS = {"api": "API", "url": "URL", "id": "ID", "ml": "ML", "uri": "URI"}
 # The keys of an error document (the serializers' and services') → the form field they belong to.
@@ -107,6 +108,10 @@ class IntegrationForm(forms.Form):
         shown = public_config(integration) if integration else {}
         for f in self.schema:
             self.fields[CONFIG + f.name] = self._config_field(f, f.name in stored, shown.get(f.name))
+            if f.secret and not f.required and f.name in stored:
+                self.fields[CONFIG + f.name + CLEAR] = forms.BooleanField(
+                    label=f"Remove the stored {field_label(f.name).lower()}", required=False
+                )
         if integration is None:
             self.fields["name"].initial = platform
 
@@ -175,8 +180,12 @@ class IntegrationForm(forms.Form):
 
     # --- the form → the API's document -------------------------------------------------------
 
-    def config_fields(self) -> list[forms.BoundField]:
-        return [self[CONFIG + f.name] for f in self.schema]
+    def config_rows(self) -> list[tuple[forms.BoundField, forms.BoundField | None]]:
+        """Each platform field, with the box that removes its stored secret when it has one."""
+        return [
+            (self[CONFIG + f.name], self[CONFIG + f.name + CLEAR] if CONFIG + f.name + CLEAR in self.fields else None)
+            for f in self.schema
+        ]
 
     def secret_names(self) -> set[str]:
         return {f.name for f in self.schema if f.secret}
@@ -221,6 +230,9 @@ class IntegrationForm(forms.Form):
                 value = bool(value)
             elif isinstance(value, str):
                 value = value.strip()
+            if f.secret and self.cleaned_data.get(key + CLEAR):
+                config[f.name] = None  # a PATCH null: removed
+                continue
             if f.secret and not value:
                 continue  # new: not set; edit: keep the stored one
             if value in ("", None) or (f.kind == "headers" and not value):

@@ -320,6 +320,33 @@ def test_a_new_secret_replaces_the_old(as_role, hook):
     assert AuditEvent.objects.get(action="integration.update").data["secrets_changed"] == ["secret"]
 
 
+def test_an_optional_secret_can_be_removed(as_role, hook):
+    client = as_role("admin")
+    assert 'name="config_secret__clear"' in client.get(f"/integrations/{hook.pk}/edit").content.decode()
+    assert client.post(f"/integrations/{hook.pk}/edit", edit_form(hook, config_secret__clear="on")).status_code == 302
+    hook.refresh_from_db()
+    assert "secret" not in full_config(hook)
+    assert AuditEvent.objects.get(action="integration.update").data["secrets_changed"] == ["secret"]
+
+
+def test_a_required_secret_has_no_remove_box(as_role, team):
+    integration = integration_create(
+        team_id=team.pk,
+        data=IntegrationInput(
+            name="lf",
+            platform="langfuse",
+            config={"publicKey": "pk-lf-1", "secretKey": "sk-lf-123456789"},
+            default_tags=[],
+            metadata_mapping={},
+            timeout_s=10,
+            retry_policy={},
+        ),
+        actor="test",
+    )
+    text = as_role("admin").get(f"/integrations/{integration.pk}/edit").content.decode()
+    assert 'name="config_secretKey"' in text and "__clear" not in text
+
+
 def test_a_masked_credential_header_sent_back_keeps_its_value(as_role, team):
     integration = integration_create(
         team_id=team.pk,
