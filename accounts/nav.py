@@ -29,6 +29,7 @@ NAV: list[NavItem] = [
     NavItem("Users", "trace-users"),
     NavItem("Analytics", "analytics-page"),
     NavItem("Routing", "routing-page"),
+    NavItem("Integrations", "integrations-page"),
     NavItem("Reports", "reports"),
     NavItem("Alerts", "alerts"),
     NavItem("API keys", "settings-api-keys", section="settings"),

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from datetime import timedelta
 from typing import Any
@@ -16,6 +17,8 @@ from config.problems import InvalidInput
 from . import keys
 from .models import ApiKey, AuditEvent, Environment, Invitation, Membership, Role, Team, UserToken
 from .selectors import forget_key
+
+log = logging.getLogger(__name__)
 
 
 def team_create(*, name: str, owner: Any = None) -> Team:
@@ -39,6 +42,35 @@ def team_create_unique(*, name: str, owner: Any) -> Team:
         except IntegrityError:  # taken between the check and the insert
             continue
     raise InvalidInput({"name": ["Choose another team name."]})
+
+
+def team_rename(*, team: Team, name: str, actor: Any) -> Team:
+    """Team names are unique (case aside): the session, the team menu and invitations show them."""
+    name = name.strip()
+    if not name:
+        raise InvalidInput({"name": ["Enter a team name."]})
+    if Team.objects.filter(name__iexact=name).exclude(pk=team.pk).exists():
+        raise InvalidInput({"name": ["Another team has this name. Choose another."]})
+    before = team.name
+    team.name = name
+    try:
+        with transaction.atomic():
+            team.save(update_fields=["name"])
+            audit(team=team, actor=_actor(actor), action="team.rename", target=name, data={"from": before})
+    except IntegrityError:  # taken between the check and the update
+        team.name = before
+        raise InvalidInput({"name": ["Another team has this name. Choose another."]}) from None
+    return team
+
+
+def team_delete(*, team: Team, confirm: str, actor: Any) -> None:
+    """Delete a team and everything in it (traces, deliveries, keys, members, its audit log), once
+    its name was typed. Logged here: the team's own audit log goes with it."""
+    if confirm.strip() != team.name:
+        raise InvalidInput({"confirm": [f"Type {team.name} exactly to delete the team."]})
+    log.warning("team %s (id %s) deleted by %s", team.name, team.pk, _actor(actor))
+    with transaction.atomic():
+        team.delete()
 
 
 def user_signup(*, email: str, password: str, team_name: str | None = "") -> Any:

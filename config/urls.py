@@ -46,5 +46,6 @@ urlpatterns = [
     path("", include("reports.dashboard_urls")),
     path("", include("alerts.dashboard_urls")),
     path("", include("routing.dashboard_urls")),
+    path("", include("integrations.dashboard_urls")),
     path("", home, name="home"),
 ]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
-from django.db.models import F, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 
-from .models import Delivery
+from .models import Delivery, DeliveryStatus
 
 # The columns the API shows (annotated with the trace's public id and the integration's name).
 ROW_FIELDS = (
@@ -66,3 +67,59 @@ def delivery_page(team_id: int, filters: Mapping[str, Any], *, limit: int) -> tu
 def trace_deliveries(trace_pk: Any) -> list[Delivery]:
     """A trace's deliveries, oldest first (the trace detail shows them)."""
     return list(Delivery.objects.filter(trace_id=trace_pk).select_related("fallback_of").order_by("id"))
+
+
+def of_integration(integration_id: int, name: str) -> Q:
+    """The deliveries of one integration: resolved to it, or routed by its name and not tried yet
+    (the row learns its integration on the first attempt)."""
+    return Q(integration_id=integration_id) | Q(integration__isnull=True, destination=name)
+
+
+# What the integrations page counts: sending is still pending to the user.
+COUNTED: dict[str, str] = {
+    DeliveryStatus.PENDING: "pending",
+    DeliveryStatus.SENDING: "pending",
+    DeliveryStatus.DELIVERED: "delivered",
+    DeliveryStatus.FAILED: "failed",
+    DeliveryStatus.DEAD: "dead",
+}
+
+
+def integration_delivery_counts(
+    team_id: int, integrations: Iterable[tuple[int, str]], *, since: datetime
+) -> dict[int, dict[str, int]]:
+    """(integration id, name) pairs → {id: {delivered, failed, dead, pending}} of the deliveries
+    created since ``since``, one grouped query for them all."""
+    pairs = list(integrations)
+    counts = {pk: dict.fromkeys(("delivered", "failed", "dead", "pending"), 0) for pk, _ in pairs}
+    if not pairs:
+        return counts
+    by_name = {name: pk for pk, name in pairs}
+    match = Q()
+    for integration_id, name in pairs:
+        match |= of_integration(integration_id, name)
+    rows = (
+        Delivery.objects.filter(match, team_id=team_id, created_at__gte=since)
+        .values("integration_id", "destination", "status")
+        .annotate(n=Count("id"))
+    )
+    for row in rows:
+        resolved: int | None = row["integration_id"]
+        owner = resolved if resolved in counts else by_name.get(row["destination"])
+        if owner is not None:
+            counts[owner][COUNTED[row["status"]]] += row["n"]
+    return counts
+
+
+def dead_letters(team_id: int, integration_id: int, name: str, *, limit: int) -> tuple[list[Delivery], int]:
+    """An integration's dead deliveries, newest first (at most ``limit``), and how many there are."""
+    qs = Delivery.objects.filter(of_integration(integration_id, name), team_id=team_id, status=DeliveryStatus.DEAD)
+    rows: list[Delivery] = list(
+        qs.annotate(public_trace_id=F("trace__trace_id"), trace_model=F("trace__model")).order_by("-id")[:limit]
+    )
+    total = len(rows) if len(rows) < limit else qs.count()
+    return rows, total
+
+
+def integration_delivery(team_id: int, integration_id: int, name: str, delivery_id: int) -> Delivery | None:
+    return Delivery.objects.filter(of_integration(integration_id, name), team_id=team_id, pk=delivery_id).first()

@@ -14,6 +14,7 @@ from accounts.services import audit
 from . import outbox
 from .breaker import breaker_reset
 from .models import Delivery, DeliveryStatus
+from .selectors import of_integration
 
 REPLAYABLE = (DeliveryStatus.DEAD, DeliveryStatus.FAILED)
 
@@ -57,14 +58,22 @@ def delivery_replay(*, delivery: Delivery, actor: str) -> Delivery:
 
 
 def deliveries_replay_dead(
-    *, team_id: int, actor: str, destination: str | None = None, since: datetime | None = None
+    *,
+    team_id: int,
+    actor: str,
+    destination: str | None = None,
+    since: datetime | None = None,
+    integration: tuple[int, str] | None = None,
 ) -> int:
-    """Every dead letter of the team (optionally one destination's, or those dead-lettered since a time)
-    → pending again. Returns how many were replayed; the audit record says so."""
+    """Every dead letter of the team (optionally one destination's, one integration's given as
+    (id, name), or those dead-lettered since a time) → pending again. Returns how many were
+    replayed; the audit record says so."""
     now = timezone.now()
     qs = Delivery.objects.filter(team_id=team_id, status=DeliveryStatus.DEAD)
     if destination:
         qs = qs.filter(destination=destination)
+    if integration is not None:
+        qs = qs.filter(of_integration(*integration))
     if since is not None:
         qs = qs.filter(updated_at__gte=since)
     total, last_pk = 0, 0
@@ -85,6 +94,11 @@ def deliveries_replay_dead(
         team=team_id,
         actor=actor,
         action="delivery.replay_dead",
-        data={"destination": destination, "since": since.isoformat() if since else None, "replayed": total},
+        data={
+            "destination": destination,
+            "integration": integration[1] if integration else None,
+            "since": since.isoformat() if since else None,
+            "replayed": total,
+        },
     )
     return total

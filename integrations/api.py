@@ -11,7 +11,6 @@ POST   /api/v1/integrations/test            the same for an unsaved {platform, c
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
@@ -22,104 +21,19 @@ from rest_framework.views import APIView
 
 from accounts.models import Scope
 from accounts.permissions import principal_of, scoped
-from config.fields import StrictBooleanField, StrictCharField
 from config.problems import Problem, json_object, problem_responses, validation_problem
 
 from . import selectors, services
 from .exporters.base import CheckResult
 from .models import Integration
-from .registry import PLATFORMS, canonical_platform, platform_names
+from .serializers import IntegrationInSerializer, IntegrationPatchSerializer, PlatformField
 
 TAG = "Integrations"
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._:/@-]{0,99}$")
-MAX_TAGS = 50
-MAX_MAPPINGS = 64
 
 IntegrationPermission = scoped(Scope.INTEGRATIONS_READ, Scope.INTEGRATIONS_WRITE)
 
 
 # --- serializers ---------------------------------------------------------------------------------
-
-
-class PlatformField(serializers.CharField):
-    def to_internal_value(self, data: Any) -> str:
-        value = super().to_internal_value(data)
-        platform = canonical_platform(value)
-        if platform is None:
-            raise serializers.ValidationError(
-                f"Unknown platform {value!r}; one of {', '.join(sorted(platform_names()))}."
-            )
-        return platform
-
-
-class RetryPolicySerializer(serializers.Serializer):
-    max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=50)
-    base_delay_s = serializers.FloatField(required=False, min_value=0.1, max_value=3600)
-    max_delay_s = serializers.FloatField(required=False, min_value=1, max_value=86400)
-
-    def to_internal_value(self, data: Any) -> dict[str, Any]:
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError(
-                    {k: [f"Unknown retry policy field; known: {', '.join(self.fields)}."] for k in unknown}
-                )
-        return dict(super().to_internal_value(data))
-
-
-class IntegrationInSerializer(serializers.Serializer):
-    name = StrictCharField(max_length=100, help_text="Unique in the team; rules name integrations by it.")
-    platform = PlatformField(help_text=f"One of {', '.join(PLATFORMS)} (also `custom-webhook`, `wandb`).")
-    config = serializers.DictField(
-        help_text="Platform settings: project concept `{apiKey, projectId}`, key pair "
-        "`{publicKey, secretKey, host}`, webhook `{url, headers}`, plus each platform's own fields "
-        "(docs/destinations/<platform>.md). Secrets are stored encrypted and shown masked."
-    )
-    default_tags = serializers.ListField(
-        child=StrictCharField(max_length=200), required=False, default=list, max_length=MAX_TAGS
-    )
-    metadata_mapping = serializers.DictField(
-        child=StrictCharField(max_length=200, allow_null=True, allow_blank=True),
-        required=False,
-        default=dict,
-        help_text="Our metadata key → the destination's key; null drops the key. Others pass unchanged.",
-    )
-    timeout_s = serializers.FloatField(required=False, default=10.0, min_value=0.5, max_value=120)
-    retry_policy = RetryPolicySerializer(required=False, default=dict)
-    enabled = StrictBooleanField(required=False, default=True)
-
-    def validate_name(self, value: str) -> str:
-        value = value.strip()
-        if not NAME_PATTERN.match(value):
-            raise serializers.ValidationError(
-                "Start with a letter or digit; then letters, digits, spaces and . _ : / @ - (at most 100)."
-            )
-        return value
-
-    def validate_metadata_mapping(self, value: dict[str, Any]) -> dict[str, str | None]:
-        if len(value) > MAX_MAPPINGS:
-            raise serializers.ValidationError(f"At most {MAX_MAPPINGS} mappings.")
-        if any(not k.strip() or len(k) > 200 for k in value):
-            raise serializers.ValidationError("Keys must be 1-200 characters.")
-        return {k: (v or None) for k, v in value.items()}
-
-    def validate_default_tags(self, value: list[str]) -> list[str]:
-        tags = [t.strip() for t in value]
-        if any(not t for t in tags):
-            raise serializers.ValidationError("Tags must not be empty.")
-        return list(dict.fromkeys(tags))
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        policy = attrs.get("retry_policy") or {}
-        if "base_delay_s" in policy and "max_delay_s" in policy and policy["max_delay_s"] < policy["base_delay_s"]:
-            raise serializers.ValidationError({"retry_policy": {"max_delay_s": ["Must be at least base_delay_s."]}})
-        return attrs
-
-
-class IntegrationPatchSerializer(IntegrationInSerializer):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["partial"] = True
-        super().__init__(*args, **kwargs)
 
 
 class IntegrationOutSerializer(serializers.Serializer):

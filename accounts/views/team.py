@@ -21,8 +21,8 @@ from django.views.decorators.http import require_POST
 from config.problems import InvalidInput
 
 from .. import services
-from ..access import DashboardRequest, switch_team, team_view
-from ..forms import InviteForm, RoleForm, SignupForm
+from ..access import SESSION_TEAM, DashboardRequest, switch_team, team_view
+from ..forms import InviteForm, RoleForm, SignupForm, TeamForm
 from ..models import Invitation, Membership, Role
 from ..roles import ROLE_DESCRIPTIONS, Permission
 from .auth import BACKEND
@@ -43,6 +43,7 @@ def _page(request: DashboardRequest, status: int = 200, **extra: Any) -> HttpRes
             team=team, accepted_at=None, revoked_at=None, expires_at__gt=timezone.now()
         ).order_by("-created_at"),
         "invite_form": InviteForm(),
+        "team_form": TeamForm(initial={"name": team.name}),
         "roles": [(role, label, ROLE_DESCRIPTIONS[role]) for role, label in Role.choices],
         "role_choices": Role.choices,
         **extra,
@@ -91,6 +92,36 @@ def _send_invitation(request: DashboardRequest, invitation: Invitation, link: st
         log.exception("Could not send the invitation e-mail to %s", invitation.email)
         return False
     return True
+
+
+@require_POST
+@team_view(Permission.MANAGE_MEMBERS)
+def team_rename(request: DashboardRequest) -> HttpResponse:
+    form = TeamForm(request.POST)
+    if form.is_valid():
+        try:
+            services.team_rename(team=request.team, name=form.cleaned_data["name"], actor=request.user)
+        except InvalidInput as error:
+            for texts in error.errors.values():
+                for text in texts:
+                    form.add_error("name", text)
+        else:
+            messages.success(request, f"The team is now called {request.team.name}.")
+            return redirect("settings-team")
+    return _page(request, status=400, team_form=form)
+
+
+@require_POST
+@team_view(Permission.MANAGE_MEMBERS)
+def team_delete(request: DashboardRequest) -> HttpResponse:
+    name = request.team.name
+    try:
+        services.team_delete(team=request.team, confirm=request.POST.get("confirm", ""), actor=request.user)
+    except InvalidInput as refused:
+        return _page(request, status=400, delete_error=next(iter(refused.errors.values()))[0])
+    request.session.pop(SESSION_TEAM, None)  # the next page picks another team of theirs, or /teams/new
+    messages.success(request, f"{name} and everything in it was deleted.")
+    return redirect("home")
 
 
 @require_POST

@@ -56,6 +56,26 @@
     });
   });
 
+  // A form htmx replaces with the server's answer (say after "Test connection") keeps what was typed
+  // in its password fields: the server never sends a secret back, so they would come back empty.
+  var typedSecrets = null;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    typedSecrets = {};
+    if (!target || !target.querySelectorAll) return;
+    target.querySelectorAll("input[type=password][name]").forEach(function (el) {
+      if (el.value) typedSecrets[el.name] = el.value;
+    });
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    if (!typedSecrets) return;
+    Object.keys(typedSecrets).forEach(function (name) {
+      var el = document.querySelector('input[type=password][name="' + CSS.escape(name) + '"]');
+      if (el && !el.value) el.value = typedSecrets[name];
+    });
+    typedSecrets = null;
+  });
+
   document.addEventListener("DOMContentLoaded", function () { localizeTimes(document); });
   document.addEventListener("htmx:load", function (event) { localizeTimes(event.target); });
 })();

@@ -60,12 +60,23 @@ def test_the_nav_shows_pages_that_exist_and_the_role_allows(monkeypatch, team, o
         "Users",
         "Analytics",
         "Routing",
+        "Integrations",
         "Reports",
         "Alerts",
         "Keys admin",
     ]
     viewer_labels = [link.label for link in nav_links("/", as_viewer, "main")]
-    assert viewer_labels == ["Overview", "Traces", "Sessions", "Users", "Analytics", "Routing", "Reports", "Alerts"]
+    assert viewer_labels == [
+        "Overview",
+        "Traces",
+        "Sessions",
+        "Users",
+        "Analytics",
+        "Routing",
+        "Integrations",
+        "Reports",
+        "Alerts",
+    ]
     settings = nav_links("/settings/team", as_owner, "settings")
     assert [(link.label, link.active) for link in settings] == [("API keys", False), ("Team", True), ("Privacy", False)]
 

@@ -83,6 +83,23 @@ def test_filters_round_trip_through_the_url(as_role, team):
     assert _ids(client.get(submitted["Location"])) == ["a"]
 
 
+def test_the_unpriced_and_estimated_checkboxes_filter(as_role, team):
+    TraceFactory(team=team, trace_id="priced", cost=Decimal("0.01"), unpriced=False)
+    TraceFactory(team=team, trace_id="no-price", cost=None, unpriced=True, usage_estimated=True)
+    TraceFactory(team=team, trace_id="guessed", cost=Decimal("0.02"), unpriced=False, usage_estimated=True)
+    client = as_role("viewer")
+    page = client.get("/traces").content.decode()
+    assert 'type="checkbox" name="unpriced" value="true"' in page and 'name="usage_estimated" value="true"' in page
+    response = client.get("/traces?unpriced=true")
+    assert _ids(response) == ["no-price"]
+    box = re.compile(r'<input[^>]*name="unpriced"[^>]*>')
+    assert "checked" in box.search(response.content.decode())[0] and "checked" not in box.search(page)[0]
+    assert _ids(client.get("/traces?usage_estimated=true")) == ["guessed", "no-price"]
+    # the form sends only ticked boxes; the clean URL keeps them
+    submitted = client.get("/traces", {"unpriced": "true", "model": ""})
+    assert submitted["Location"] == "/traces?unpriced=true"
+
+
 def test_the_htmx_filter_pushes_the_clean_url(as_role, team):
     TraceFactory(team=team, trace_id="x", provider="anthropic")
     response = as_role("viewer").get(

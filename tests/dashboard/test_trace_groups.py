@@ -86,3 +86,29 @@ def test_a_session_reads_as_a_conversation(as_role, role, calls):
     turns = response.context["turns"]
     assert [(t["prompt"], t["reply"]) for t in turns] == [("What is 2+2?", "4"), ("And 3+3?", "6")]
     assert "/traces?session_id=s-1" in response.content.decode()
+
+
+def test_the_most_recent_ids_are_found_across_pages(as_role, team, monkeypatch):
+    """The newest rows are read in pages on the (timestamp, id) cursor; ties on the timestamp too."""
+    import traces.selectors
+
+    monkeypatch.setattr(traces.selectors, "GROUP_PAGES", (2, 3, 4))
+    monkeypatch.setattr("traces.views.groups.GROUPS_MAX", 3)
+    now = timezone.now()
+    for session, minutes in [("s-old", 50), ("s-c", 30), ("s-b", 20), ("s-a", 10)]:
+        for _ in range(3):  # three calls each, at the same instant
+            TraceFactory(team=team, session_id=session, timestamp=now - timedelta(minutes=minutes))
+    response = as_role("viewer").get("/sessions")
+    assert [g["session_id"] for g in response.context["groups"]] == ["s-a", "s-b", "s-c"]
+    assert [g["calls"] for g in response.context["groups"]] == [3, 3, 3]
+
+
+def test_the_scan_stops_at_the_last_page(as_role, team, monkeypatch):
+    import traces.selectors
+
+    monkeypatch.setattr(traces.selectors, "GROUP_PAGES", (2, 2))
+    now = timezone.now()
+    for i in range(6):
+        TraceFactory(team=team, session_id="same" if i < 5 else "older", timestamp=now - timedelta(minutes=i))
+    groups = as_role("viewer").get("/sessions").context["groups"]
+    assert [g["session_id"] for g in groups] == ["same"]  # 4 rows read: "older" is past the scan

@@ -34,6 +34,20 @@ def _text(label: str, placeholder: str = "", **kwargs: Any) -> forms.CharField:
     return forms.CharField(label=label, required=False, widget=forms.TextInput(attrs=attrs), **kwargs)
 
 
+class FlagInput(forms.CheckboxInput):
+    """A checkbox that sends ``true`` (the API's spelling) when ticked, and nothing otherwise."""
+
+    def __init__(self) -> None:
+        super().__init__(check_test=lambda value: str(value).lower() in ("true", "1"))
+
+    def format_value(self, value: Any) -> str:
+        return "true"
+
+
+def _flag(label: str) -> forms.CharField:
+    return forms.CharField(label=label, required=False, widget=FlagInput())
+
+
 class FeedFilterForm(forms.Form):
     model = _text("Model", "gpt-4o or gpt-4*")
     provider = _text("Provider", "openai")
@@ -51,6 +65,8 @@ class FeedFilterForm(forms.Form):
     environment = _text("Environment", "production")
     session_id = _text("Session")
     user_id = _text("User")
+    unpriced = _flag("Unpriced only")
+    usage_estimated = _flag("Estimated usage only")
 
     def __init__(self, params: QueryDict) -> None:
         data = params.copy()

@@ -1,0 +1,169 @@
+"""`/integrations` and `/integrations/<id>`: the team's integrations with their last 24 h of
+deliveries; one integration's settings (secrets masked), connection test, enable/disable, delete,
+and its dead letters with replay (`delivery.services`, which writes the audit records)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from accounts.access import DashboardRequest, team_view
+from accounts.roles import Permission
+from delivery.selectors import dead_letters, integration_delivery, integration_delivery_counts
+from delivery.services import NotReplayable, deliveries_replay_dead, delivery_replay
+
+from .. import selectors, services
+from ..exporters.base import CheckResult
+from ..models import Integration, Platform
+from .forms import field_label, pairs_text, platform_fields
+
+MANAGE = Permission.MANAGE_INTEGRATIONS
+WINDOW = timedelta(hours=24)
+DEAD_SHOWN = 50
+
+
+def actor(request: DashboardRequest) -> str:
+    return f"user:{request.user.get_username()}"
+
+
+def integration_or_404(request: DashboardRequest, integration_id: int) -> Integration:
+    integration = selectors.integration_for_team(request.team.pk, integration_id)
+    if integration is None:
+        raise Http404("No such integration in this team.")
+    return integration
+
+
+def check_view(result: CheckResult) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "message": result.message,
+        "status_code": result.status_code,
+        "latency_ms": result.latency_ms,
+    }
+
+
+def settings_rows(integration: Integration) -> list[tuple[str, str]]:
+    """The platform fields as the page shows them: secrets as "set, ****abcd" at most."""
+    shown = services.public_config(integration)
+    stored = set(services.secrets_set(integration))
+    rows = []
+    for f in platform_fields(integration.platform):
+        value = shown.get(f.name)
+        if f.secret:
+            text = f"set ({value})" if f.name in stored else "not set"
+        elif isinstance(value, Mapping):
+            text = pairs_text(value, ": ") or "none"
+        elif value in (None, ""):
+            text = "—"
+        else:
+            text = str(value)
+        rows.append((field_label(f.name), text))
+    return rows
+
+
+@team_view()
+def integration_list(request: DashboardRequest) -> HttpResponse:
+    integrations = list(selectors.integrations_for_team(request.team.pk))
+    counts = integration_delivery_counts(
+        request.team.pk, [(i.pk, i.name) for i in integrations], since=timezone.now() - WINDOW
+    )
+    rows = [{"integration": i, "counts": counts[i.pk]} for i in integrations]
+    return render(
+        request,
+        "integrations/list.html",
+        {"rows": rows, "platform_labels": dict(Platform.choices)},
+    )
+
+
+def _detail(request: DashboardRequest, integration: Integration, status: int = 200, **extra: Any) -> HttpResponse:
+    counts = integration_delivery_counts(
+        request.team.pk, [(integration.pk, integration.name)], since=timezone.now() - WINDOW
+    )[integration.pk]
+    dead, dead_total = dead_letters(request.team.pk, integration.pk, integration.name, limit=DEAD_SHOWN)
+    context = {
+        "integration": integration,
+        "platform_label": Platform(integration.platform).label,
+        "settings_rows": settings_rows(integration),
+        "policy": {**(integration.retry_policy or {})},
+        "counts": counts,
+        "dead": dead,
+        "dead_total": dead_total,
+        "replay_all_label": f"Replay all {dead_total}",
+        "dead_shown": DEAD_SHOWN,
+        **extra,
+    }
+    template = "integrations/detail.html"
+    if request.htmx and "check" in extra:
+        template += "#check-result"
+    return render(request, template, context, status=status)
+
+
+@team_view()
+def integration_detail(request: DashboardRequest, integration_id: int) -> HttpResponse:
+    return _detail(request, integration_or_404(request, integration_id))
+
+
+@require_POST
+@team_view(MANAGE)
+def integration_check(request: DashboardRequest, integration_id: int) -> HttpResponse:
+    integration = integration_or_404(request, integration_id)
+    return _detail(request, integration, check=check_view(services.integration_check(integration=integration)))
+
+
+@require_POST
+@team_view(MANAGE)
+def integration_toggle(request: DashboardRequest, integration_id: int) -> HttpResponse:
+    integration = integration_or_404(request, integration_id)
+    enabled = not integration.enabled
+    services.integration_update(integration=integration, changes={"enabled": enabled}, actor=actor(request))
+    if enabled:
+        messages.success(request, f"{integration.name} is enabled: routed traces are delivered to it again.")
+    else:
+        messages.success(request, f"{integration.name} is disabled: traces routed to it are not delivered.")
+    return redirect("integrations-detail", integration.pk)
+
+
+@require_POST
+@team_view(MANAGE)
+def integration_delete(request: DashboardRequest, integration_id: int) -> HttpResponse:
+    integration = integration_or_404(request, integration_id)
+    services.integration_delete(integration=integration, actor=actor(request))
+    messages.success(request, f"{integration.name} was deleted. Rules that name it no longer deliver there.")
+    return redirect("integrations-page")
+
+
+@require_POST
+@team_view(Permission.REPLAY_DELIVERIES)
+def dead_letter_replay(request: DashboardRequest, integration_id: int, delivery_id: int) -> HttpResponse:
+    integration = integration_or_404(request, integration_id)
+    delivery = integration_delivery(request.team.pk, integration.pk, integration.name, delivery_id)
+    if delivery is None:
+        raise Http404("No such delivery of this integration.")
+    try:
+        delivery_replay(delivery=delivery, actor=actor(request))
+    except NotReplayable as exc:
+        messages.error(request, f"Not replayed: {exc}.")
+    else:
+        messages.success(request, f"Delivery {delivery.pk} is queued again: it is sent within seconds.")
+    return redirect("integrations-detail", integration.pk)
+
+
+@require_POST
+@team_view(Permission.REPLAY_DELIVERIES)
+def dead_letters_replay_all(request: DashboardRequest, integration_id: int) -> HttpResponse:
+    integration = integration_or_404(request, integration_id)
+    count = deliveries_replay_dead(
+        team_id=request.team.pk, actor=actor(request), integration=(integration.pk, integration.name)
+    )
+    if count:
+        messages.success(request, f"{count} dead letter{'s' if count != 1 else ''} queued again.")
+    else:
+        messages.info(request, "There were no dead letters to replay.")
+    return redirect("integrations-detail", integration.pk)
