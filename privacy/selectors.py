@@ -16,6 +16,7 @@ from typing import Any
 
 from django.apps import apps
 from django.conf import settings
+
 from config import invalidation
 from config.teamcache import VersionedTeamCache
 
