@@ -43,6 +43,7 @@ def objects(team):
         "upstream_id": str(upstream.pk),
         "delivery_id": str(delivery.pk),
         "trace_id": "none",
+        "service_name": "checkout",
     }
 
 

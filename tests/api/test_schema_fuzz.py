@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from ..factories import ApiKeyFactory, IntegrationFactory, PlantFactory, TeamFactory, TraceFactory
@@ -39,12 +40,21 @@ def test_schemathesis_finds_nothing_against_a_live_server(live_server, tmp_path)
     TraceFactory(team=team, trace_id="known", tags=["a"], metadata={"k": "v"})
     IntegrationFactory(team=team, name="langfuse-prod", platform="langfuse", config={})
     key = ApiKeyFactory(team=team, environment="production")._raw
+    # The schema, read from the live server once with a patient timeout (building it takes seconds on
+    # a loaded machine; schemathesis gives a URL 10 s).
+    schema = httpx.get(f"{live_server.url}/api/v1/schema/?format=json", timeout=180)
+    assert schema.status_code == 200
+    (tmp_path / "schema.json").write_bytes(schema.content)
     argv = [
         str(SCHEMATHESIS),
         "--config-file",
         str(CONFIG),
         "run",
-        f"{live_server.url}/api/v1/schema/",
+        str(tmp_path / "schema.json"),
+        "--url",
+        live_server.url,
+        "--request-timeout",
+        "60",
         "--seed",
         str(SEED),
         "--max-examples",
