@@ -87,7 +87,7 @@ def service_rules_replace(
         team=team_id,
         actor=actor,
         action="routing.rules.replace_service",
-        target=f"{service} v{header.version}",
+        target=f"v{header.version}",  # the service (up to 200 characters itself) is in data
         data={"version": header.version, "service": service, "rules": [_audit_rule(r) for r in stored]},
     )
     _changed(team_id)

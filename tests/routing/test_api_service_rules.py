@@ -55,7 +55,8 @@ def test_a_service_registers_its_rules_beside_the_teams(api, team_rules):
         ("the rest", None),
     ]
     assert {r["name"]: (r["id"], r["priority"]) for r in whole["rules"] if r["service"] is None} == team_rules
-    assert AuditEvent.objects.filter(action="routing.rules.replace_service", target="checkout v2").exists()
+    event = AuditEvent.objects.get(action="routing.rules.replace_service")
+    assert (event.target, event.data["service"]) == ("v2", "checkout")
 
 
 def test_a_second_put_replaces_only_that_services_rules(api, team_rules):
@@ -120,6 +121,13 @@ def test_the_same_validation_as_the_rule_set(api, integrations, body):
 def test_a_bad_service_name_is_a_400(api, integrations, service):
     response = put(api, service, {"rules": []})
     assert response.status_code == 400 and response.json()["parameter"] == "service_name"
+
+
+def test_the_longest_service_name_is_stored(api, integrations):
+    # Found by schemathesis: a 200-character name once overflowed the audit event's target (a 500).
+    response = put(api, "s" * 200, {"rules": [{"name": "x", "destination": "lf-prod"}]})
+    assert response.status_code == 200, response.content
+    assert RoutingRule.objects.get(name="x").service == "s" * 200
 
 
 def test_only_production_keys_may_write_and_reading_is_as_for_the_rule_set(dev_api, ci_api, api, integrations):
