@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.fields import StrictBooleanField, StrictCharField
@@ -17,6 +18,13 @@ MAX_TAGS = 50
 MAX_MAPPINGS = 64
 
 
+@extend_schema_field(
+    {
+        "type": "string",
+        "enum": sorted(platform_names()),
+        "description": "The destination platform (aliases such as `otlp` name the same exporter).",
+    }
+)
 class PlatformField(serializers.CharField):
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
@@ -29,6 +37,9 @@ class PlatformField(serializers.CharField):
 
 
 class RetryPolicySerializer(serializers.Serializer):
+    """How failed deliveries are retried. Beyond the ranges stated here: `max_delay_s` must be at least
+    `base_delay_s` (a 400 on `retry_policy.max_delay_s` otherwise); either one left out keeps the default."""
+
     max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=50)
     base_delay_s = serializers.FloatField(required=False, min_value=0.1, max_value=3600)
     max_delay_s = serializers.FloatField(required=False, min_value=1, max_value=86400)

@@ -12,16 +12,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import threading
-import time
-from dataclasses import dataclass
 from typing import Any
 
 from django.apps import apps
 from django.conf import settings
-from django.core.cache import cache
 
 from config import invalidation
+from config.teamcache import VersionedTeamCache
 
 from .detection import BUILTIN_KINDS, compile_patterns
 from .detection.custom import CustomPattern, PatternError
@@ -95,87 +92,50 @@ def compile_policy(policy: PiiPolicy) -> CompiledPolicy:
 
 
 # ---------------------------------------------------------------------------------------------
-# The per-process cache
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    compiled: CompiledPolicy
-    checked_at: float
-
-
-_compiled: dict[int, _Entry] = {}
-_lock = threading.Lock()
-clock = time.monotonic
-
-
-def version_cache_key(team_id: int) -> str:
-    return f"pii-policy-version:{team_id}"
+# The per-process cache (config/teamcache.py)
 
 
 def stored_version(team_id: int) -> int:
     return int(PiiPolicy.objects.filter(team_id=team_id).values_list("version", flat=True).first() or 0)
 
 
+def _load(team_id: int) -> tuple[int, CompiledPolicy]:
+    compiled = compile_policy(pii_policy(team_id))
+    return compiled.version, compiled
+
+
+compiled_cache: VersionedTeamCache[int, CompiledPolicy] = VersionedTeamCache(
+    name="pii-policy-version",
+    topic=invalidation.PII_POLICIES,
+    stored_version=stored_version,
+    load=_load,
+    recheck_seconds=RECHECK_SECONDS,
+    version_ttl=VERSION_TTL,
+    max_teams=MAX_TEAMS,
+    decode=int,
+)
+
+
+def version_cache_key(team_id: int) -> str:
+    return compiled_cache.version_key(team_id)
+
+
 def current_version(team_id: int) -> int:
-    key = version_cache_key(team_id)
-    try:
-        cached = cache.get(key)
-    except Exception:  # the cache is down: the database still knows
-        log.warning("privacy: cache unavailable, reading the policy version from the database", exc_info=True)
-        return stored_version(team_id)
-    if cached is not None:
-        return int(cached)
-    version = stored_version(team_id)
-    try:
-        cache.add(key, version, VERSION_TTL)  # add: a PUT that committed meanwhile wrote a newer one
-    except Exception:
-        log.warning("privacy: could not cache the policy version", exc_info=True)
-    return version
+    return compiled_cache.current_version(team_id)
 
 
 def compiled_policy(team_id: int, *, max_age: float = RECHECK_SECONDS) -> CompiledPolicy:
     """The team's compiled policy, rechecked against the shared cache when older than ``max_age``."""
-    now = clock()
-    entry = _compiled.get(team_id)
-    if entry is not None and now - entry.checked_at < max_age:
-        return entry.compiled
-    version = current_version(team_id)
-    if entry is not None and entry.compiled.version == version:
-        _remember(team_id, _Entry(entry.compiled, now))
-        return entry.compiled
-    invalidation.ensure_listening()
-    compiled = compile_policy(pii_policy(team_id))
-    _remember(team_id, _Entry(compiled, now))
-    return compiled
-
-
-def _remember(team_id: int, entry: _Entry) -> None:
-    with _lock:
-        if team_id not in _compiled and len(_compiled) >= MAX_TEAMS:
-            _compiled.pop(next(iter(_compiled)))  # the longest-held team
-        _compiled[team_id] = entry
+    return compiled_cache.get(team_id, max_age=max_age)
 
 
 def forget(team_id: int | None = None) -> None:
     """Drop this process's compiled policy (one team, or all): the next call recompiles."""
-    with _lock:
-        if team_id is None:
-            _compiled.clear()
-        else:
-            _compiled.pop(team_id, None)
+    compiled_cache.forget(team_id)
 
 
 def publish_version(team_id: int) -> None:
     """After a commit that changed the policy: tell every process, through the cache (read by
     ingest on every request) and the invalidation bus (which drops the other processes' compiled
     copies at once, so delivery workers do not wait out `RECHECK_SECONDS`)."""
-    forget(team_id)
-    invalidation.publish(invalidation.PII_POLICIES, team_id)
-    try:
-        cache.set(version_cache_key(team_id), stored_version(team_id), VERSION_TTL)
-    except Exception:  # other processes notice when the old entry expires (VERSION_TTL)
-        log.warning("privacy: could not publish the new policy version to the cache", exc_info=True)
-
-
-invalidation.subscribe(invalidation.PII_POLICIES, lambda team: forget(int(team) if team else None))
+    compiled_cache.publish(team_id)

@@ -23,15 +23,17 @@ class PiiPolicySerializer(serializers.Serializer):
     destinations = serializers.DictField(
         child=PiiModeSerializer(),
         required=False,
+        allow_null=True,
         help_text="Integration name → mode applied before export to it. A destination without an entry gets the "
         "trace as stored.",
     )
     kinds = serializers.ListField(
         child=serializers.ChoiceField(choices=BUILTIN_KINDS),
         required=False,
+        allow_null=True,
         help_text="Built-in kinds the policy acts on; default all. Custom patterns always apply.",
     )
-    custom_patterns = PiiCustomPatternSerializer(many=True, required=False)
+    custom_patterns = PiiCustomPatternSerializer(many=True, required=False, allow_null=True)
 
 
 class PiiPolicyOutSerializer(PiiPolicySerializer):
@@ -42,7 +44,11 @@ class PiiPolicyOutSerializer(PiiPolicySerializer):
 
 
 class PiiScanSerializer(serializers.Serializer):
-    text = serializers.CharField(help_text="Up to 100,000 characters.", trim_whitespace=False)
+    text = serializers.CharField(
+        help_text="Up to 100,000 characters (more is a 413); empty text has no findings.",
+        trim_whitespace=False,
+        allow_blank=True,
+    )
 
 
 class PiiFindingSerializer(serializers.Serializer):

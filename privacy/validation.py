@@ -51,7 +51,8 @@ def clean_policy(data: Any, *, known_destinations: Collection[str]) -> CleanPoli
     stored = _mode(data.get("stored", {"mode": Mode.OFF}), "stored", errors)
 
     destinations: dict[str, str] = {}
-    raw_destinations = data.get("destinations") or {}
+    raw_destinations = data.get("destinations")
+    raw_destinations = {} if raw_destinations is None else raw_destinations
     if not isinstance(raw_destinations, Mapping):
         errors.setdefault("destinations", []).append('Must be an object {"<integration name>": {"mode": ...}}.')
     elif len(raw_destinations) > MAX_DESTINATIONS:
@@ -82,7 +83,8 @@ def clean_policy(data: Any, *, known_destinations: Collection[str]) -> CleanPoli
             kinds = [k for k in BUILTIN_KINDS if k in raw_kinds]  # canonical order, no duplicates
 
     patterns: list[dict[str, str]] = []
-    raw_patterns = data.get("custom_patterns") or []
+    raw_patterns = data.get("custom_patterns")
+    raw_patterns = [] if raw_patterns is None else raw_patterns
     if not isinstance(raw_patterns, list):
         errors.setdefault("custom_patterns", []).append('Must be a list of {"name", "regex"} objects.')
     elif len(raw_patterns) > MAX_PATTERNS:

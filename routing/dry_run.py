@@ -7,6 +7,7 @@ nothing is stored or sent.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from accounts.principals import KeyPrincipal
@@ -16,8 +17,75 @@ from traces.records import TraceRecord
 
 from . import selectors
 from .router import route
-from .serializers import RoutingRuleSetSerializer, SamplingPolicySerializer
+from .serializers import MAX_TEST_TRACES, RoutingRuleSetSerializer, SamplingPolicySerializer
 from .validation import rules_context, validation_problem
+
+TEST_KEYS = frozenset({"trace", "traces", "rules", "sampling"})
+
+
+@dataclass(frozen=True, slots=True)
+class DryRunRequest:
+    """A dry run's body, read: the raw traces, the candidate rules and sampling (None: the saved ones),
+    and how error paths name a trace (``prefix``; ``single``: one trace, no index)."""
+
+    items: Sequence[Any]
+    rules: Any = None
+    sampling: Any = None
+    prefix: str = "traces"
+    single: bool = False
+
+
+def dry_run_request(data: Any) -> DryRunRequest:
+    """The body of `POST /routing/test`: one trace, a list of traces, or ``{"trace"|"traces", "rules"?,
+    "sampling"?}``. A 400 (or 413 past `MAX_TEST_TRACES`) for any other shape."""
+    if isinstance(data, list):
+        request = DryRunRequest(items=data)
+    elif isinstance(data, Mapping) and ("traces" in data or "trace" in data):
+        unknown = sorted(str(k) for k in data if k not in TEST_KEYS)
+        if unknown:
+            raise Problem(
+                400,
+                "validation",
+                f"Unknown field '{unknown[0]}'; a dry run takes {', '.join(sorted(TEST_KEYS))}.",
+                title="Invalid request",
+                errors={k: ["Unknown field."] for k in unknown},
+            )
+        if "traces" in data and "trace" in data:
+            raise Problem(400, "validation", "Give 'trace' or 'traces', not both.", title="Invalid request")
+        if "traces" in data:
+            if not isinstance(data["traces"], list):
+                raise _bad("traces", "Must be a list of traces.")
+            request = DryRunRequest(items=data["traces"], rules=data.get("rules"), sampling=data.get("sampling"))
+        else:
+            request = DryRunRequest(
+                items=[data["trace"]],
+                rules=data.get("rules"),
+                sampling=data.get("sampling"),
+                prefix="trace",
+                single=True,
+            )
+    elif isinstance(data, Mapping):
+        candidates = sorted(k for k in ("rules", "sampling") if k in data)
+        if candidates:  # beside a bare trace they would read as trace fields and be ignored
+            raise _bad(candidates[0], 'Candidate rules and sampling go with {"trace": {...}} or {"traces": [...]}.')
+        request = DryRunRequest(items=[data], prefix="", single=True)
+    else:
+        raise _bad("", 'The body must be a trace object, or {"traces": [...]}.')
+    if not request.items:
+        raise _bad(request.prefix, "Send at least one trace.")
+    if len(request.items) > MAX_TEST_TRACES:
+        raise Problem(
+            413,
+            "too-many-traces",
+            f"A dry run takes at most {MAX_TEST_TRACES} traces; this one has {len(request.items)}.",
+            limit_traces=MAX_TEST_TRACES,
+        )
+    return request
+
+
+def _bad(field: str, message: str) -> Problem:
+    detail = f"{field}: {message}" if field else message
+    return Problem(400, "validation", detail, title="Invalid request", errors={field: [message]})
 
 
 def routing_dry_run(

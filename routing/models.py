@@ -32,6 +32,9 @@ class RoutingRule(models.Model):
     sample_rate = models.FloatField(default=1.0)
     tags = models.JSONField(default=list, blank=True)
     stop = models.BooleanField(default=False)
+    # The service that registered this rule (`PUT /routing/rules/services/{name}`, the SDK's
+    # routing_rules); empty for the team's own rules. Each service replaces only its own rules.
+    service = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

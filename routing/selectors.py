@@ -11,23 +11,17 @@ process's copy at once; `RECHECK_SECONDS` bounds staleness only while the bus is
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from django.core.cache import cache
 from django.db.models import QuerySet
 
 from config import invalidation
+from config.teamcache import VersionedTeamCache
 
 from .conditions import Broken, ConditionError, compile_condition
 from .models import RoutingRule, RuleSet, SamplingPolicy
 from .router import CompiledRouting, CompiledRule, DestinationSpec, SamplingRule
-
-log = logging.getLogger(__name__)
 
 RECHECK_SECONDS = 2.0
 VERSIONS_TTL = 60  # seconds a version pair lives in the shared cache
@@ -41,6 +35,26 @@ MAX_TEAMS = 4096  # compiled rule sets kept per process
 def routing_rules(team_id: int) -> QuerySet[RoutingRule]:
     """The team's rules in evaluation order."""
     return RoutingRule.objects.filter(team_id=team_id).order_by("priority", "id")
+
+
+def service_rules(team_id: int, service: str) -> QuerySet[RoutingRule]:
+    """The rules a service registered (`PUT /routing/rules/services/{service}`), in evaluation order."""
+    return routing_rules(team_id).filter(service=service)
+
+
+def rule_ids(team_id: int, service: str | None = None) -> set[int]:
+    """The ids a rule-set PUT may name: every rule of the team, or only those ``service`` owns."""
+    rows = RoutingRule.objects.filter(team_id=team_id)
+    if service is not None:
+        rows = rows.filter(service=service)
+    return set(rows.values_list("id", flat=True))
+
+
+def rule_owners_besides(team_id: int, service: str) -> dict[str, str]:
+    """Name → owner ("" for the team itself) of the team's rules that ``service`` does not own: a
+    service's rules may not take those names (names are unique per team)."""
+    rows = RoutingRule.objects.filter(team_id=team_id).exclude(service=service).values_list("name", "service")
+    return dict(rows)
 
 
 def routing_rule(team_id: int, rule_id: int) -> RoutingRule | None:
@@ -73,6 +87,7 @@ def rule_as_dict(rule: RoutingRule) -> dict[str, Any]:
         "sample_rate": rule.sample_rate,
         "tags": rule.tags or [],
         "stop": rule.stop,
+        "service": rule.service or None,
         "created_at": rule.created_at,
         "updated_at": rule.updated_at,
     }
@@ -160,23 +175,7 @@ def compile_routing(
 
 
 # ---------------------------------------------------------------------------------------------
-# The per-process cache
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    versions: tuple[int, int]
-    compiled: CompiledRouting
-    checked_at: float
-
-
-_compiled: dict[int, _Entry] = {}
-_lock = threading.Lock()
-clock = time.monotonic
-
-
-def versions_cache_key(team_id: int) -> str:
-    return f"routing-versions:{team_id}"
+# The per-process cache (config/teamcache.py)
 
 
 def stored_versions(team_id: int) -> tuple[int, int]:
@@ -184,24 +183,6 @@ def stored_versions(team_id: int) -> tuple[int, int]:
     rules_v = RuleSet.objects.filter(team_id=team_id).values_list("version", flat=True).first() or 0
     sampling_v = SamplingPolicy.objects.filter(team_id=team_id).values_list("version", flat=True).first() or 0
     return int(rules_v), int(sampling_v)
-
-
-def current_versions(team_id: int) -> tuple[int, int]:
-    key = versions_cache_key(team_id)
-    try:
-        cached = cache.get(key)
-    except Exception:  # the cache is down: the database still knows
-        log.warning("routing: cache unavailable, reading rule versions from the database", exc_info=True)
-        return stored_versions(team_id)
-    if cached is not None:
-        return int(cached[0]), int(cached[1])
-    versions = stored_versions(team_id)
-    # add, not set: a PUT that committed meanwhile has written newer versions, which must win.
-    try:
-        cache.add(key, list(versions), VERSIONS_TTL)
-    except Exception:
-        log.warning("routing: could not cache rule versions", exc_info=True)
-    return versions
 
 
 def load_compiled_routing(team_id: int) -> CompiledRouting:
@@ -219,47 +200,42 @@ def load_compiled_routing(team_id: int) -> CompiledRouting:
     )
 
 
+def _load(team_id: int) -> tuple[tuple[int, int], CompiledRouting]:
+    compiled = load_compiled_routing(team_id)
+    return (compiled.version, compiled.sampling_version), compiled
+
+
+compiled_cache: VersionedTeamCache[tuple[int, int], CompiledRouting] = VersionedTeamCache(
+    name="routing-versions",
+    topic=invalidation.ROUTING,
+    stored_version=stored_versions,
+    load=_load,
+    recheck_seconds=RECHECK_SECONDS,
+    version_ttl=VERSIONS_TTL,
+    max_teams=MAX_TEAMS,
+    encode=list,
+    decode=lambda cached: (int(cached[0]), int(cached[1])),
+)
+
+
+def versions_cache_key(team_id: int) -> str:
+    return compiled_cache.version_key(team_id)
+
+
+def current_versions(team_id: int) -> tuple[int, int]:
+    return compiled_cache.current_version(team_id)
+
+
 def compiled_routing(team_id: int) -> CompiledRouting:
     """The team's compiled rules and sampling policy, cached per (team, rules version, sampling version)."""
-    now = clock()
-    entry = _compiled.get(team_id)
-    if entry is not None and now - entry.checked_at < RECHECK_SECONDS:
-        return entry.compiled
-    invalidation.ensure_listening()
-    versions = current_versions(team_id)
-    if entry is not None and entry.versions == versions:
-        _remember(team_id, _Entry(versions, entry.compiled, now))
-        return entry.compiled
-    compiled = load_compiled_routing(team_id)
-    _remember(team_id, _Entry((compiled.version, compiled.sampling_version), compiled, now))
-    return compiled
-
-
-def _remember(team_id: int, entry: _Entry) -> None:
-    with _lock:
-        if team_id not in _compiled and len(_compiled) >= MAX_TEAMS:
-            _compiled.pop(next(iter(_compiled)))  # the longest-held team
-        _compiled[team_id] = entry
+    return compiled_cache.get(team_id)
 
 
 def forget_compiled_routing(team_id: int | None = None) -> None:
     """Drop this process's compiled copy (one team, or all)."""
-    with _lock:
-        if team_id is None:
-            _compiled.clear()
-        else:
-            _compiled.pop(team_id, None)
+    compiled_cache.forget(team_id)
 
 
 def publish_versions(team_id: int) -> None:
-    """After a commit that changed rules or policy: tell every process (the invalidation bus drops
-    their copies at once; the versions in the shared cache are the backstop when the bus is down)."""
-    forget_compiled_routing(team_id)
-    invalidation.publish(invalidation.ROUTING, team_id)
-    try:
-        cache.set(versions_cache_key(team_id), list(stored_versions(team_id)), VERSIONS_TTL)
-    except Exception:  # other processes notice when the old entry expires (VERSIONS_TTL)
-        log.warning("routing: could not publish new rule versions to the cache", exc_info=True)
-
-
-invalidation.subscribe(invalidation.ROUTING, lambda team: forget_compiled_routing(int(team) if team else None))
+    """After a commit that changed rules or policy: tell every process."""
+    compiled_cache.publish(team_id)

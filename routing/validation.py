@@ -8,8 +8,8 @@ from typing import Any
 
 from config.problems import Problem, flatten_errors
 
+from . import selectors
 from .destinations import DestinationChecker
-from .models import RoutingRule
 
 
 def validation_problem(detail: Any, data: Any, *, title: str, prefix: str = "") -> Problem:
@@ -28,8 +28,12 @@ def validation_problem(detail: Any, data: Any, *, title: str, prefix: str = "") 
     return Problem(400, "validation", f"{where}{messages[0]}", title=title, errors=errors)
 
 
-def rules_context(team_id: int) -> dict[str, Any]:
+def rules_context(team_id: int, service: str | None = None) -> dict[str, Any]:
+    """What a rule-set serializer checks against: the team's destinations, the ids the body may name,
+    and (for one service's rules) the names other owners hold."""
     return {
         "destination_checker": DestinationChecker(team_id),
-        "team_rule_ids": set(RoutingRule.objects.filter(team_id=team_id).values_list("id", flat=True)),
+        "team_rule_ids": selectors.rule_ids(team_id, service),
+        "names_taken": selectors.rule_owners_besides(team_id, service) if service is not None else {},
+        "service": service,
     }

@@ -14,6 +14,7 @@ from django.db import transaction
 
 from accounts import selectors as key_selectors
 from config import invalidation
+from config.teamcache import Entry
 from routing import selectors as routing_selectors
 
 from .factories import ApiKeyFactory
@@ -87,12 +88,13 @@ def test_a_revocation_empties_this_processs_key_memory(db, django_capture_on_com
 
 
 def test_a_routing_message_drops_the_teams_compiled_rules(db):
-    routing_selectors._remember(42, routing_selectors._Entry((1, 1), object(), time.monotonic()))  # type: ignore[arg-type]
-    routing_selectors._remember(43, routing_selectors._Entry((1, 1), object(), time.monotonic()))  # type: ignore[arg-type]
+    cache = routing_selectors.compiled_cache
+    cache.remember(42, Entry((1, 1), object(), time.monotonic()))  # type: ignore[arg-type]
+    cache.remember(43, Entry((1, 1), object(), time.monotonic()))  # type: ignore[arg-type]
     invalidation._apply(invalidation.ROUTING, "42")
-    assert 42 not in routing_selectors._compiled and 43 in routing_selectors._compiled
+    assert 42 not in cache.entries and 43 in cache.entries
     invalidation._apply(invalidation.ROUTING, None)
-    assert routing_selectors._compiled == {}
+    assert cache.entries == {}
 
 
 def test_the_redis_listener_applies_other_processes_messages_and_skips_its_own(settings, topic_calls):

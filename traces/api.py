@@ -87,6 +87,9 @@ def _filter_or_400(params: Any) -> Any:
 _COST = {"type": "number", "minimum": 0, "maximum": 99999999}
 _MS = {"type": "integer", "minimum": 0, "maximum": 2147483647}
 _TEXT = {"type": "string", "maxLength": 200}
+_TIME = {"type": "string", "format": "date-time"}
+# A cursor is URL-safe base64 without padding; only one this API gave out (`next_cursor`) is accepted.
+CURSOR = {"type": "string", "pattern": "^[A-Za-z0-9_-]*$", "maxLength": 400}
 FILTER_PARAMETERS = [
     OpenApiParameter("model", _TEXT, description="Exact model name, or a prefix ending in `*` (`gpt-4*`)."),
     OpenApiParameter("provider", _TEXT, description="Provider (`openai`); matched in lowercase."),
@@ -117,8 +120,13 @@ FILTER_PARAMETERS = [
     OpenApiParameter("session_id", _TEXT, description="Calls of this session (`session_id`)."),
     OpenApiParameter("service_name", _TEXT, description="Calls of this service (`service_name`, exact)."),
     OpenApiParameter("user_id", _TEXT, description="Calls of this end user (`user_id`)."),
-    OpenApiParameter("since", _TEXT, description="At or after this time (ISO 8601, e.g. 2025-01-31T12:00:00Z)."),
-    OpenApiParameter("until", _TEXT, description="Before this time (ISO 8601)."),
+    OpenApiParameter(
+        "since",
+        _TIME,
+        description="At or after this time (ISO 8601 / RFC 3339, e.g. 2025-01-31T12:00:00Z; without an offset: UTC). "
+        "Must be earlier than `until` (a 400 otherwise).",
+    ),
+    OpenApiParameter("until", _TIME, description="Before this time (ISO 8601 / RFC 3339)."),
     OpenApiParameter(
         "time_range",
         str,
@@ -151,7 +159,11 @@ class TraceListCreate(APIView):
             OpenApiParameter(
                 "limit", {"type": "integer", "minimum": 1}, description="Page size (default 50, at most 500)."
             ),
-            OpenApiParameter("cursor", str, description="`next_cursor` of the previous page."),
+            OpenApiParameter(
+                "cursor",
+                CURSOR,
+                description="`next_cursor` of the previous page, unchanged; any other value is a 400.",
+            ),
             OpenApiParameter(
                 "after",
                 str,

@@ -139,7 +139,8 @@ class TraceInSerializer(serializers.Serializer):
         allow_null=True,
         min_value=0,
         max_value=2_147_483_647,
-        help_text="Must equal prompt_tokens + completion_tokens when all three are given.",
+        help_text="Optional and derived: the stored total is always prompt_tokens + completion_tokens. When sent "
+        "with both parts it must equal their sum, and it is never less than either part (a 400 otherwise).",
     )
     latency_ms = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=2_147_483_647)
     time_to_first_token_ms = serializers.FloatField(

@@ -47,6 +47,7 @@ def objects(team):
         "delivery_id": str(delivery.pk),
         "trace_id": "none",
         "team_id": str(team.pk),
+        "service_name": "checkout",
     }
 
 

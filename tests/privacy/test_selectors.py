@@ -33,7 +33,7 @@ def test_a_team_without_a_policy_compiles_to_off(team):
 
 def test_it_serves_the_cached_copy_until_the_version_moves(team, monkeypatch):
     now = [1000.0]
-    monkeypatch.setattr(selectors, "clock", lambda: now[0])
+    monkeypatch.setattr(selectors.compiled_cache, "clock", lambda: now[0])
     store(team, stored_mode="redact")
     first = selectors.compiled_policy(team.id)
     assert first.stored == "redact"

@@ -238,8 +238,9 @@ def test_the_second_of_two_edits_from_the_same_get_is_refused(stored, api):
     assert list(RoutingRule.objects.values_list("name", flat=True)) == ["mine"]
 
 
-def test_a_stale_if_match_wins_over_a_bad_body(stored, api):
-    assert_problem(put(api, {"rules": "nope"}, HTTP_IF_MATCH='"rules-v0"'), 412)
+def test_a_bad_body_is_a_400_even_with_a_stale_if_match(stored, api):
+    # The body is judged first (issue 7 item 8): tests/routing/test_if_match.py walks every operation.
+    assert_problem(put(api, {"rules": "nope"}, HTTP_IF_MATCH='"rules-v0"'), 400)
 
 
 # --- Validation --------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ def ctx(**overrides) -> dict:
 @pytest.fixture
 def clock(monkeypatch):
     now = [1000.0]
-    monkeypatch.setattr(selectors, "clock", lambda: now[0])
+    monkeypatch.setattr(selectors.compiled_cache, "clock", lambda: now[0])
     return now
 
 
@@ -88,10 +88,10 @@ def test_another_processs_put_is_seen_within_the_recheck_interval(team, clock, d
 
     # Another process stores new rules: its commit publishes the new versions to the shared cache.
     # (Here the local copy is kept, as it would be in a process that did not make the change.)
-    kept = dict(selectors._compiled)
+    kept = dict(selectors.compiled_cache.entries)
     with django_capture_on_commit_callbacks(execute=True):
         services.routing_rules_replace(team_id=team.id, rules=[rule("a", "z")], actor="other process")
-    selectors._compiled.update(kept)
+    selectors.compiled_cache.entries.update(kept)
     assert cache.get(selectors.versions_cache_key(team.id)) == [2, 0]
 
     assert route(ctx(), selectors.compiled_routing(team.id)).destinations == ["x"]  # not yet rechecked
@@ -146,11 +146,11 @@ def test_a_broken_stored_rule_does_not_break_compiling(team):
 
 
 def test_the_cache_holds_a_bounded_number_of_teams(team, monkeypatch):
-    monkeypatch.setattr(selectors, "MAX_TEAMS", 3)
+    monkeypatch.setattr(selectors.compiled_cache, "max_teams", 3)
     for team_id in range(10_000, 10_005):
         selectors.compiled_routing(team_id)
-    assert len(selectors._compiled) == 3
-    assert set(selectors._compiled) == {10_002, 10_003, 10_004}
+    assert len(selectors.compiled_cache.entries) == 3
+    assert set(selectors.compiled_cache.entries) == {10_002, 10_003, 10_004}
 
 
 def test_the_default_policy_is_unsaved(team):
@@ -169,7 +169,7 @@ class BrokenCache:
 
 def test_a_dead_cache_falls_back_to_the_database(team, clock, monkeypatch):
     services.routing_rules_replace(team_id=team.id, rules=[rule("a", "x")], actor="test")
-    monkeypatch.setattr(selectors, "cache", BrokenCache())
+    monkeypatch.setattr(selectors.compiled_cache, "shared", BrokenCache())
     assert route(ctx(), selectors.compiled_routing(team.id)).destinations == ["x"]
     RuleSet.objects.filter(team=team).update(version=7)
     RoutingRule.objects.filter(team=team).update(destinations=[{"name": "y", "sample_rate": 1.0, "tags": []}])
@@ -178,7 +178,7 @@ def test_a_dead_cache_falls_back_to_the_database(team, clock, monkeypatch):
 
 
 def test_a_put_still_stores_when_the_cache_is_dead(team, monkeypatch, django_capture_on_commit_callbacks):
-    monkeypatch.setattr(selectors, "cache", BrokenCache())
+    monkeypatch.setattr(selectors.compiled_cache, "shared", BrokenCache())
     with django_capture_on_commit_callbacks(execute=True):
         header, _ = services.routing_rules_replace(team_id=team.id, rules=[rule("a", "x")], actor="test")
     assert header.version == 1

@@ -8,6 +8,7 @@ gets plain bodies: the SDK falls back), and a batch sent again must store nothin
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import anthropic
@@ -19,10 +20,11 @@ from tracerelay._ids import new_trace_id
 from tracerelay._ids import sample_point as sdk_sample_point
 from tracerelay._transport import Transport
 
+from routing.models import RoutingRule
 from routing.router import sample_point as server_sample_point
 from traces.models import Trace
 
-from ..factories import ApiKeyFactory
+from ..factories import ApiKeyFactory, IntegrationFactory, RoutingRuleFactory
 from ..proxy.fake_upstream import CHAT_WORDS, FakeUpstream, FakeUpstreamServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -105,3 +107,61 @@ def test_client_sampling_hashes_ids_exactly_as_the_server_does() -> None:
     for _ in range(200):
         trace_id = new_trace_id()
         assert sdk_sample_point(trace_id) == server_sample_point(trace_id)
+
+
+ROUTING_RULES = [{"name": "shop errors", "conditions": {"error": True}, "destination": "webhook"}]
+
+
+def _rules_outcome(timeout: float = 15) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = tracerelay.stats()["routing_rules"]
+        if status != "pending":
+            return status
+        time.sleep(0.05)
+    return tracerelay.stats()["routing_rules"]
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_init_registers_the_services_routing_rules(live_server, compress: bool) -> None:
+    key = ApiKeyFactory(environment="production")
+    IntegrationFactory(team=key.team, name="hooks", platform="webhook")
+    RoutingRuleFactory(team=key.team, name="team rule", priority=50)
+    tracerelay.init(
+        api_key=key._raw,
+        base_url=live_server.url,
+        service_name="shop/checkout",
+        routing_rules=ROUTING_RULES,
+        instrument=False,
+        compress=compress,
+    )
+    assert _rules_outcome() == "registered"
+    rules = {r.name: r.service for r in RoutingRule.objects.filter(team_id=key.team_id)}
+    assert rules == {"team rule": "", "shop errors": "shop/checkout"}
+    # Started again with other rules: the service's rules are replaced, the team's kept.
+    tracerelay.shutdown(timeout=2)
+    tracerelay.init(
+        api_key=key._raw,
+        base_url=live_server.url,
+        service_name="shop/checkout",
+        routing_rules=[{"name": "shop all", "destination": "webhook"}],
+        instrument=False,
+        compress=compress,
+    )
+    assert _rules_outcome() == "registered"
+    rules = {r.name: r.service for r in RoutingRule.objects.filter(team_id=key.team_id)}
+    assert rules == {"team rule": "", "shop all": "shop/checkout"}
+
+
+def test_a_development_key_is_refused_with_a_warning_and_traces_still_flow(live_server, caplog) -> None:
+    key = ApiKeyFactory(environment="development")
+    tracerelay.init(
+        api_key=key._raw, base_url=live_server.url, service_name="shop", routing_rules=ROUTING_RULES, instrument=False
+    )
+    with tracerelay.trace("checkout"):
+        pass
+    assert tracerelay.flush(timeout=15)
+    assert _rules_outcome() == "refused: 403"
+    assert not RoutingRule.objects.filter(team_id=key.team_id).exists()
+    assert Trace.objects.filter(team_id=key.team_id).count() == 1
+    assert "may not change routing rules" in caplog.text
