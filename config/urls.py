@@ -37,5 +37,6 @@ urlpatterns = [
     # The dashboard: accounts and settings pages (docs/dashboard.md), and its home.
     path("", include("accounts.urls")),
     path("", include("privacy.dashboard_urls")),
+    path("", include("diagnostics.urls")),
     path("", home, name="home"),
 ]

@@ -33,6 +33,8 @@ import httpx
 from django.utils import timezone
 
 from config import invalidation
+from debugmode.recording import export_recorded
+from debugmode.state import active as debug_active
 from integrations.exporters.base import Exporter, ExportError, Target
 from integrations.models import Integration
 from integrations.registry import exporter_class
@@ -173,7 +175,10 @@ def _send_chunk(
     if sender.integration is not None:  # The destination's PII policy entry, before export to it.
         records = export_records(sender.integration.team_id, sender.integration.name, records)
     try:
-        sender.exporter.export(records)
+        if debug_active(claimed[0]["team_id"]):  # debug mode: the exporter's requests are recorded
+            export_recorded(sender.exporter, records, present)
+        else:
+            sender.exporter.export(records)
     except ExportError as exc:
         error: ExportError = exc
     except httpx.HTTPError as exc:  # an exporter that let a transport error through: transient

@@ -26,6 +26,8 @@ INSTALLED_APPS = [
     "analytics",
     "reports",
     "privacy",
+    "debugmode",
+    "diagnostics",
 ]
 
 MIDDLEWARE = [
