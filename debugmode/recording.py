@@ -119,17 +119,22 @@ class RecordingClient:
         entry: dict[str, Any] = {
             "method": request.method,
             "url": mask.url(str(request.url)),
-            "request_headers": mask.headers(request.headers.multi_items()),
+            "request_headers": mask.headers(_raw(request.headers)),
             "request_body": mask.body(_content(request), request.headers, BODY_MAX_CHARS),
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         }
         if response is not None:
             entry["status"] = response.status_code
-            entry["response_headers"] = mask.headers(response.headers.multi_items())
+            entry["response_headers"] = mask.headers(_raw(response.headers))
             entry["response_body"] = mask.body(response.content, response.headers, RESPONSE_MAX_CHARS)
         if error is not None:
             entry["error"] = mask.text(error)
         self.exchanges.append(entry)
+
+
+def _raw(headers: httpx.Headers) -> list[tuple[str, str]]:
+    """Header names as sent (httpx's own view of them is lower-cased)."""
+    return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in headers.raw]
 
 
 def _content(request: httpx.Request) -> bytes:
