@@ -53,13 +53,14 @@ def debug_mode_save(request: DashboardRequest) -> HttpResponse:
     if action != "on":
         return _page(request, errors={"action": ["Choose to turn debug mode on or off."]}, status=400)
     try:
-        row = debug_mode_enable(team_id=request.team.pk, duration=request.POST.get("duration", ""), actor=actor)
+        debug_mode_enable(team_id=request.team.pk, duration=request.POST.get("duration", ""), actor=actor)
     except UnknownDuration as exc:
         return _page(request, errors={"duration": [str(exc)]}, status=400)
+    label = DURATIONS[request.POST["duration"]][1]
     messages.success(
         request,
-        f"Debug mode is on until {timezone.localtime(row.until):%H:%M} UTC: every trace ingested from now on "
-        "records its routing steps and exporter requests.",
+        f"Debug mode is on for {label}: every trace ingested from now on records its routing steps and "
+        "exporter requests. It switches itself off after that.",
     )
     return redirect("settings-advanced")
 

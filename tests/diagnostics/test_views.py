@@ -47,7 +47,7 @@ def test_admins_and_owners_turn_it_on_and_off(as_role, role, team, django_captur
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(SAVE, {"action": "on", "duration": "15m"}, follow=True)
     assert response.status_code == 200
-    assert "Debug mode is on until" in response.content.decode()
+    assert "Debug mode is on for" in response.content.decode()
     mode = DebugMode.objects.get(team=team)
     assert mode.duration_s == 900 and mode.changed_by.startswith("user:")
     assert state.active(team.pk) is True
