@@ -58,7 +58,7 @@ def fernet_key(settings):
 @pytest.fixture
 def planted(settings, team, fernet_key, monkeypatch):
     """Secrets everywhere; returns every planted value."""
-    app.conf.broker_url  # the running broker connection is configured already: only the setting changes
+    assert app.conf.broker_url  # read now: the running app keeps the real broker; only the setting changes
     invalidation.ensure_listening()
     values: list[str] = [fernet_key]
 
