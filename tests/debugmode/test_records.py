@@ -178,3 +178,18 @@ def test_records_expire_after_the_retention(
     DebugRecord.objects.filter(kind="routing").update(created_at=timezone.now() - timedelta(hours=25))
     assert debug_records_expire() == 1
     assert list(DebugRecord.objects.values_list("kind", flat=True)) == ["export"]
+
+
+def test_the_retention_task_is_scheduled_hourly_when_beat_starts():
+    from django_celery_beat.models import PeriodicTask
+
+    from debugmode.tasks import RETENTION_TASK, RETENTION_TASK_NAME, ensure_schedule
+
+    ensure_schedule()
+    task = PeriodicTask.objects.get(name=RETENTION_TASK_NAME)
+    assert (task.task, task.interval.every, task.interval.period, task.queue) == (
+        RETENTION_TASK,
+        3600,
+        "seconds",
+        "ingest",
+    )
