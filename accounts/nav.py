@@ -35,6 +35,7 @@ NAV: list[NavItem] = [
     NavItem("API keys", "settings-api-keys", section="settings"),
     NavItem("Team", "settings-team", section="settings"),
     NavItem("Privacy", "settings-privacy", section="settings"),
+    NavItem("Advanced", "settings-advanced", section="settings"),
 ]
 
 

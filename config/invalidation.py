@@ -46,7 +46,15 @@ UPSTREAMS = "upstreams"
 ROUTING = "routing"
 INTEGRATIONS = "integrations"
 PII_POLICIES = "pii"
-TOPICS = (API_KEYS, UPSTREAMS, ROUTING, INTEGRATIONS, PII_POLICIES)  # the file backend's slots, in this order
+DEBUG_MODE = "debug"
+TOPICS = (
+    API_KEYS,
+    UPSTREAMS,
+    ROUTING,
+    INTEGRATIONS,
+    PII_POLICIES,
+    DEBUG_MODE,
+)  # the file backend's slots, in this order
 CHANNEL = "tracerelay:invalidate"
 POLL_INTERVAL_S = 0.1
 _SLOTS = 8

@@ -47,5 +47,6 @@ urlpatterns = [
     path("", include("alerts.dashboard_urls")),
     path("", include("routing.dashboard_urls")),
     path("", include("integrations.dashboard_urls")),
+    path("", include("diagnostics.urls")),
     path("", home, name="home"),
 ]

@@ -36,6 +36,8 @@ import httpx
 from django.utils import timezone
 
 from config import invalidation, metrics
+from debugmode.recording import export_recorded
+from debugmode.state import active as debug_active
 from integrations.exporters.base import Exporter, ExportError, Target
 from integrations.models import Integration
 from integrations.registry import exporter_class
@@ -187,7 +189,10 @@ def _send_chunk(
             breaker.release_probe()
         return
     try:
-        sender.exporter.export_encoded(batch)
+        if debug_active(claimed[0]["team_id"]):  # debug mode: the exporter's requests are recorded
+            export_recorded(sender.exporter, batch, present)
+        else:
+            sender.exporter.export_encoded(batch)
     except ExportError as exc:
         error: ExportError = exc
     except httpx.HTTPError as exc:  # an exporter that let a transport error through: transient

@@ -128,7 +128,8 @@ class _Walk:
             out: dict[str, Any] = {}
             changed = False
             for k, v in value.items():
-                new = self.value(v, f"{path}.{k}", depth + 1)
+                # A string is handled here: its path is only spelled out when it is dropped.
+                new = self.text(v) if type(v) is str else self.value(v, f"{path}.{k}", depth + 1)
                 if new is self._DROPPED:
                     self.dropped.append(f"{path}.{k}")
                     changed = True
@@ -140,7 +141,7 @@ class _Walk:
             items: list[Any] = []
             changed = False
             for i, v in enumerate(value):
-                new = self.value(v, f"{path}[{i}]", depth + 1)
+                new = self.text(v) if type(v) is str else self.value(v, f"{path}[{i}]", depth + 1)
                 if new is self._DROPPED:
                     self.dropped.append(f"{path}[{i}]")
                     changed = True

@@ -27,6 +27,8 @@ INSTALLED_APPS = [
     "reports",
     "alerts",
     "privacy",
+    "debugmode",
+    "diagnostics",
 ]
 
 MIDDLEWARE = [

@@ -58,3 +58,6 @@ TRACERELAY_REPORT_RETRY_DELAY_S = env.float("TRACERELAY_REPORT_RETRY_DELAY_S", d
 # Spend alerts (alerts.evaluation; docs/alerts.md): how often beat evaluates every alert. A crossing
 # is seen within this interval plus the evaluation's time (well under the 60 s promised).
 TRACERELAY_ALERT_EVALUATE_INTERVAL_S = env.float("TRACERELAY_ALERT_EVALUATE_INTERVAL_S", default=20.0)
+
+# Debug mode (debugmode; docs/deployment.md, Debug mode and the diagnostic bundle).
+TRACERELAY_DEBUG_RETENTION_HOURS = env.float("TRACERELAY_DEBUG_RETENTION_HOURS", default=24.0)

@@ -42,7 +42,21 @@ EMAIL_DOMAIN = re.compile(rf"{_LABEL}(?:\.{_LABEL}){{0,8}}\.[A-Za-z]{{2,24}}(?![
 
 SECRET = re.compile(rf"(?<![A-Za-z0-9_\-])(?:{_SECRET})")
 # Literals one of which every token in SECRET starts with or holds: without one, no pass is needed.
-SECRET_HINTS: tuple[str, ...] = ("sk-", "AKIA", "ASIA", "ABIA", "ACCA", "gh", "github_pat_", "xox", "eyJ")
+# ("gh" alone would send most English prose through the pass: "though", "night".)
+SECRET_HINTS: tuple[str, ...] = (
+    "sk-", "AKIA", "ASIA", "ABIA", "ACCA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "eyJ",
+)  # fmt: skip
+
+# The prefilter (`scanner.may_hold_pii`): every built-in kind's value holds one of these characters
+# or words, so a text holding none of them is skipped without running any recognizer. Each is
+# looked for with `str.__contains__` (memchr-fast for one character); one regex alternation of
+# them measured 5-8x slower than these separate tests on 2 KB of prose. Why each is here:
+#   "@" e-mail; digits: phone, card, IBAN, SSN, IPv4 and IPv6 (the scanner needs a digit for
+#   either); "-": sk-, sk-ant-, xox?- tokens and PEM blocks; "_": ghp_ … github_pat_ and
+#   aws_secret_access_key; "IA"/"CCA": AKIA, ASIA, ABIA, ACCA key ids (may have no digit);
+#   "eyJ": JWTs; "ecret"/"ECRET": an AWS secret key after its name ("AWS Secret: …").
+PREFILTER_CHARS = "@0123456789-_"
+PREFILTER_WORDS: tuple[str, ...] = ("IA", "CCA", "eyJ", "ecret", "ECRET")
 AWS_SECRET = re.compile(_AWS_SECRET)
 PEM = re.compile(_PEM)
 

@@ -141,17 +141,33 @@ def _numbers_and_addresses(text: str, out: list[Finding]) -> None:
         _numbers(text, start, end, out)
 
 
+def may_hold_pii(text: str) -> bool:
+    """The prefilter: False when ``text`` holds none of the characters and words every built-in
+    kind's value needs (`patterns.PREFILTER_CHARS`, `patterns.PREFILTER_WORDS`), so no recognizer
+    could find anything and none is run. Each recognizer below is gated by a test this one implies,
+    so skipping loses nothing (bench/pii.py's recall is unchanged)."""
+    for char in p.PREFILTER_CHARS:
+        if char in text:
+            return True
+    for word in p.PREFILTER_WORDS:
+        if word in text:
+            return True
+    return False
+
+
 def builtin_findings(text: str) -> list[Finding]:
     """Every built-in finding, unsorted and possibly overlapping (an IBAN's digits also read as a
     number run): `scan` resolves that."""
     out: list[Finding] = []
-    if len(text) < _SHORTEST:
+    if len(text) < _SHORTEST or not may_hold_pii(text):
         return out
     if "@" in text:
         _emails(text, out)
     _secrets(text, out)
-    if any(digit in text for digit in _DIGITS):
-        _numbers_and_addresses(text, out)
+    for digit in _DIGITS:
+        if digit in text:
+            _numbers_and_addresses(text, out)
+            break
     return out
 
 
@@ -184,10 +200,14 @@ def scan(
     findings = builtin_findings(text)
     for pattern in custom:
         findings.extend(Finding(s, e, pattern.name) for s, e in pattern.finditer(text))
-    priority = dict(_PRIORITY)
-    for pattern in custom:
-        priority.setdefault(pattern.name, len(priority))
-    kept = resolve_overlaps(findings, priority) if len(findings) > 1 else findings
+    if not findings:
+        return findings
+    kept = findings
+    if len(findings) > 1:
+        priority = dict(_PRIORITY)
+        for pattern in custom:
+            priority.setdefault(pattern.name, len(priority))
+        kept = resolve_overlaps(findings, priority)
     if kinds is not None:
         # Filtered after resolving, so a kind left out never lets a shorter overlapping one through.
         kept = [f for f in kept if f.kind in kinds or f.kind not in _PRIORITY]

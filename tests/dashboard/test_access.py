@@ -78,7 +78,12 @@ def test_the_nav_shows_pages_that_exist_and_the_role_allows(monkeypatch, team, o
         "Alerts",
     ]
     settings = nav_links("/settings/team", as_owner, "settings")
-    assert [(link.label, link.active) for link in settings] == [("API keys", False), ("Team", True), ("Privacy", False)]
+    assert [(link.label, link.active) for link in settings] == [
+        ("API keys", False),
+        ("Team", True),
+        ("Privacy", False),
+        ("Advanced", False),
+    ]
 
 
 def test_the_top_bar_lists_the_nav(as_role):

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import DashboardRequest, team_view
 from accounts.roles import Permission
+from debugmode.selectors import trace_debug_records
 from delivery.selectors import trace_deliveries
 from delivery.services import REPLAYABLE, NotReplayable, delivery_replay
 from traces.models import Trace
@@ -62,6 +63,7 @@ def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
         "sampled_out": [d for d in decisions if not d.get("kept")],
         "deliveries": deliveries,
         "replayable": {str(s) for s in REPLAYABLE},
+        "debug": trace_debug_records(trace.pk),
     }
     return render(request, "traces/detail.html", context)
 
