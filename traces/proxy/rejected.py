@@ -27,8 +27,7 @@ import orjson
 from django.db import DataError, IntegrityError
 
 from accounts.principals import KeyPrincipal
-
-from ..services import traces_ingest
+from pipeline.services import traces_ingest
 
 Ingest = Callable[..., Sequence[Any]]
 
