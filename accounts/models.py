@@ -108,6 +108,8 @@ PERMISSION_SCOPES: dict[Permission, frozenset[str]] = {
             Scope.INTEGRATIONS_READ,
             Scope.DELIVERIES_READ,
             Scope.PII_READ,
+            Scope.REPORTS_READ,
+            Scope.ALERTS_READ,
         }
     ),
     Permission.SEND_TEST_TRACES: frozenset({Scope.RULES_TEST}),
@@ -116,6 +118,9 @@ PERMISSION_SCOPES: dict[Permission, frozenset[str]] = {
     Permission.MANAGE_INTEGRATIONS: frozenset({Scope.INTEGRATIONS_WRITE, Scope.PII_WRITE}),
     Permission.MANAGE_KEYS: frozenset(),
     Permission.MANAGE_MEMBERS: frozenset(),
+    Permission.RUN_REPORTS: frozenset(),  # (a run needs reports:write, which MANAGE_REPORTS gives)
+    Permission.MANAGE_REPORTS: frozenset({Scope.REPORTS_WRITE}),
+    Permission.MANAGE_ALERTS: frozenset({Scope.ALERTS_WRITE}),
 }
 
 

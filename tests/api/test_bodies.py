@@ -11,9 +11,13 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.services import user_token_issue
+from alerts import services as alert_services
+from alerts.definition import parse_alert
 from config.jsonbody import MAX_DEPTH, Gunzip, depth_exceeds
 from config.problems import Problem
 from delivery.models import DeliveryStatus
+from reports import services as report_services
+from reports.definition import parse_definition
 from traces.models import Trace
 from traces.proxy import services as upstream_services
 
@@ -34,6 +38,16 @@ DEEP_OBJECT = b'{"a":' * 1000 + b"1" + b"}" * 1000
 @pytest.fixture
 def objects(team):
     """One of each object the schema's paths name, so each operation gets as far as reading its body."""
+    report = report_services.report_create(
+        team_id=team.pk, definition=parse_definition({"name": "weekly"}), actor="test"
+    )
+    alert, _ = alert_services.alert_create(
+        team_id=team.pk,
+        spec=parse_alert(
+            {"name": "budget", "metric": "cost", "threshold": 1, "window": {"type": "rolling", "minutes": 60}}
+        ),
+        actor="test",
+    )
     integration = IntegrationFactory(team=team, name="hook")
     upstream = upstream_services.upstream_create(
         team_id=team.pk,
@@ -48,6 +62,8 @@ def objects(team):
         "trace_id": "none",
         "team_id": str(team.pk),
         "service_name": "checkout",
+        "report_id": str(report.pk),
+        "alert_id": str(alert.pk),
     }
 
 

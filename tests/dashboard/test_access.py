@@ -20,7 +20,10 @@ def test_roles_nest():
     "role,allowed",
     [
         (Role.VIEWER, {Permission.READ}),
-        (Role.MEMBER, {Permission.READ, Permission.SEND_TEST_TRACES, Permission.REPLAY_DELIVERIES}),
+        (
+            Role.MEMBER,
+            {Permission.READ, Permission.SEND_TEST_TRACES, Permission.REPLAY_DELIVERIES, Permission.RUN_REPORTS},
+        ),
         (
             Role.ADMIN,
             {
@@ -30,6 +33,9 @@ def test_roles_nest():
                 Permission.MANAGE_RULES,
                 Permission.MANAGE_INTEGRATIONS,
                 Permission.MANAGE_KEYS,
+                Permission.RUN_REPORTS,
+                Permission.MANAGE_REPORTS,
+                Permission.MANAGE_ALERTS,
             },
         ),
         (Role.OWNER, set(Permission)),
