@@ -33,6 +33,11 @@ class DashboardRequest(HttpRequest):
     membership: Membership
 
 
+def request_actor(request: HttpRequest) -> str:
+    """Who the audit log names for a signed-in user's action in the dashboard."""
+    return f"user:{request.user.get_username()}"
+
+
 def current_membership(request: HttpRequest) -> Membership | None:
     """The signed-in user's membership in the session's team (or their first team), cached per request."""
     if not request.user.is_authenticated:

@@ -9,7 +9,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from accounts.access import DashboardRequest, team_view
+from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
 
 from . import selectors, services
@@ -18,10 +18,6 @@ from .forms import AlertForm, initial_for
 from .models import Alert
 
 NEW_SECRET = "alerts.new_secret"  # session key: the signing secret, shown once after creation
-
-
-def _actor(request: DashboardRequest) -> str:
-    return f"user:{request.user.get_username()}"
 
 
 def _alert(request: DashboardRequest, alert_id: int) -> Alert:
@@ -42,7 +38,7 @@ def alert_new(request: DashboardRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         try:
             alert, secret = services.alert_create(
-                team_id=request.team.pk, spec=parse_alert(form.alert_data()), actor=_actor(request)
+                team_id=request.team.pk, spec=parse_alert(form.alert_data()), actor=request_actor(request)
             )
         except AlertError as exc:
             form.add_alert_errors(exc.errors)
@@ -62,7 +58,9 @@ def alert_edit(request: DashboardRequest, alert_id: int) -> HttpResponse:
     form = AlertForm(request.POST or None, initial=initial_for(spec), builtin=bool(alert.builtin))
     if request.method == "POST" and form.is_valid():
         try:
-            services.alert_update(alert=alert, spec=parse_alert(form.alert_data(), base=spec), actor=_actor(request))
+            services.alert_update(
+                alert=alert, spec=parse_alert(form.alert_data(), base=spec), actor=request_actor(request)
+            )
         except AlertError as exc:
             form.add_alert_errors(exc.errors)
         except services.NameTaken as exc:
@@ -95,7 +93,7 @@ def alert_detail(request: DashboardRequest, alert_id: int) -> HttpResponse:
 def alert_toggle(request: DashboardRequest, alert_id: int) -> HttpResponse:
     alert = _alert(request, alert_id)
     spec = parse_alert({"enabled": not alert.enabled}, base=services.spec_of(alert))
-    services.alert_update(alert=alert, spec=spec, actor=_actor(request))
+    services.alert_update(alert=alert, spec=spec, actor=request_actor(request))
     messages.success(request, f"Alert “{alert.name}” turned {'on' if alert.enabled else 'off'}.")
     return redirect("alert-detail", alert.pk)
 
@@ -108,6 +106,6 @@ def alert_delete(request: DashboardRequest, alert_id: int) -> HttpResponse:
         messages.error(request, "The built-in alert cannot be deleted: turn it off instead.")
         return redirect("alert-detail", alert.pk)
     name = alert.name
-    services.alert_delete(alert=alert, actor=_actor(request))
+    services.alert_delete(alert=alert, actor=request_actor(request))
     messages.success(request, f"Alert “{name}” deleted.")
     return redirect("alerts")

@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.access import DashboardRequest, team_view
+from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
 from debugmode import selectors as debug_selectors
 from debugmode.services import DURATIONS, UnknownDuration, debug_mode_disable, debug_mode_enable, retention_hours
@@ -44,7 +44,7 @@ def advanced_settings(request: DashboardRequest) -> HttpResponse:
 @require_POST
 @team_view(MANAGE)
 def debug_mode_save(request: DashboardRequest) -> HttpResponse:
-    actor = f"user:{request.user.get_username()}"
+    actor = request_actor(request)
     action = request.POST.get("action")
     if action == "off":
         debug_mode_disable(team_id=request.team.pk, actor=actor)

@@ -12,7 +12,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from accounts.access import DashboardRequest, team_view
+from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
 
 from . import selectors, services
@@ -135,9 +135,7 @@ def privacy_settings_save(request: DashboardRequest) -> HttpResponse:
     cleaned = clean_policy(document, known_destinations=selectors.integration_names(request.team.pk))
     if isinstance(cleaned, dict):
         return _page(request, data, cleaned, status=400)
-    row = services.pii_policy_replace(
-        team_id=request.team.pk, policy=cleaned, actor=f"user:{request.user.get_username()}"
-    )
+    row = services.pii_policy_replace(team_id=request.team.pk, policy=cleaned, actor=request_actor(request))
     messages.success(
         request,
         f"PII policy saved (version {row.version}). It applies to every trace ingested from now on; "

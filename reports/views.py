@@ -9,7 +9,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from accounts.access import DashboardRequest, team_view
+from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
 
 from . import selectors, services
@@ -19,10 +19,6 @@ from .forms import ReportForm, initial_for
 from .models import Report, RunStatus
 
 ACTIVE = (RunStatus.PENDING, RunStatus.RUNNING)
-
-
-def _actor(request: DashboardRequest) -> str:
-    return f"user:{request.user.get_username()}"
 
 
 def _report(request: DashboardRequest, report_id: int) -> Report:
@@ -50,7 +46,7 @@ def report_new(request: DashboardRequest) -> HttpResponse:
             form.add_definition_errors(exc.errors)
         else:
             report = services.report_create(
-                team_id=request.team.pk, definition=definition, actor=_actor(request), user=request.user
+                team_id=request.team.pk, definition=definition, actor=request_actor(request), user=request.user
             )
             messages.success(request, f"Report “{report.name}” saved.")
             return redirect("report-detail", report.pk)
@@ -67,7 +63,7 @@ def report_edit(request: DashboardRequest, report_id: int) -> HttpResponse:
         except DefinitionError as exc:
             form.add_definition_errors(exc.errors)
         else:
-            services.report_update(report=report, definition=definition, actor=_actor(request))
+            services.report_update(report=report, definition=definition, actor=request_actor(request))
             messages.success(request, f"Report “{report.name}” saved.")
             return redirect("report-detail", report.pk)
     return render(request, "reports/form.html", {"form": form, "report": report}, status=400 if form.errors else 200)
@@ -105,7 +101,7 @@ def report_run(request: DashboardRequest, report_id: int) -> HttpResponse:
 def report_delete(request: DashboardRequest, report_id: int) -> HttpResponse:
     report = _report(request, report_id)
     name = report.name
-    services.report_delete(report=report, actor=_actor(request))
+    services.report_delete(report=report, actor=request_actor(request))
     messages.success(request, f"Report “{name}” deleted.")
     return redirect("reports")
 

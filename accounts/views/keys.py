@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from .. import services
-from ..access import DashboardRequest, team_view
+from ..access import DashboardRequest, request_actor, team_view
 from ..forms import ApiKeyForm
 from ..models import ApiKey
 from ..roles import Permission
@@ -55,6 +55,6 @@ def api_key_create(request: DashboardRequest) -> HttpResponse:
 @team_view(Permission.MANAGE_KEYS)
 def api_key_revoke(request: DashboardRequest, key_id: int) -> HttpResponse:
     key = get_object_or_404(ApiKey, pk=key_id, team=request.team)
-    services.api_key_revoke(key=key, actor=f"user:{request.user.get_username()}")
+    services.api_key_revoke(key=key, actor=request_actor(request))
     messages.success(request, f"Key {key.prefix}… revoked. Requests with it are refused from now on.")
     return redirect("settings-api-keys")

@@ -11,14 +11,14 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from accounts.access import DashboardRequest, team_view
+from accounts.access import DashboardRequest, request_actor, team_view
 
 from .. import services
 from ..models import Integration, Platform
 from ..registry import canonical_platform
 from ..serializers import IntegrationInSerializer, IntegrationPatchSerializer
 from .forms import IntegrationForm
-from .pages import MANAGE, actor, check_view, integration_or_404
+from .pages import MANAGE, check_view, integration_or_404
 
 # What each platform is, for the picker (the fields themselves come from the exporters).
 PLATFORM_BLURBS = {
@@ -93,7 +93,7 @@ def integration_add(request: DashboardRequest, platform: str) -> HttpResponse:
         return _tested(request, form, data)
     try:
         integration = services.integration_create(
-            team_id=request.team.pk, data=services.IntegrationInput(**data), actor=actor(request)
+            team_id=request.team.pk, data=services.IntegrationInput(**data), actor=request_actor(request)
         )
     except services.NameTaken as exc:
         form.add_error("name", str(exc))
@@ -117,7 +117,7 @@ def integration_edit(request: DashboardRequest, integration_id: int) -> HttpResp
     if "test" in request.POST:
         return _tested(request, form, changes)
     try:
-        services.integration_update(integration=integration, changes=changes, actor=actor(request))
+        services.integration_update(integration=integration, changes=changes, actor=request_actor(request))
     except services.NameTaken as exc:
         form.add_error("name", str(exc))
         return _form_page(request, form, status=409)

@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from accounts.access import DashboardRequest, team_view
+from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
 from delivery.selectors import dead_letters, integration_delivery, integration_delivery_counts
 from delivery.services import NotReplayable, deliveries_replay_dead, delivery_replay
@@ -27,10 +27,6 @@ from .forms import field_label, pairs_text, platform_fields
 MANAGE = Permission.MANAGE_INTEGRATIONS
 WINDOW = timedelta(hours=24)
 DEAD_SHOWN = 50
-
-
-def actor(request: DashboardRequest) -> str:
-    return f"user:{request.user.get_username()}"
 
 
 def integration_or_404(request: DashboardRequest, integration_id: int) -> Integration:
@@ -122,7 +118,7 @@ def integration_check(request: DashboardRequest, integration_id: int) -> HttpRes
 def integration_toggle(request: DashboardRequest, integration_id: int) -> HttpResponse:
     integration = integration_or_404(request, integration_id)
     enabled = not integration.enabled
-    services.integration_update(integration=integration, changes={"enabled": enabled}, actor=actor(request))
+    services.integration_update(integration=integration, changes={"enabled": enabled}, actor=request_actor(request))
     if enabled:
         messages.success(request, f"{integration.name} is enabled: routed traces are delivered to it again.")
     else:
@@ -134,7 +130,7 @@ def integration_toggle(request: DashboardRequest, integration_id: int) -> HttpRe
 @team_view(MANAGE)
 def integration_delete(request: DashboardRequest, integration_id: int) -> HttpResponse:
     integration = integration_or_404(request, integration_id)
-    services.integration_delete(integration=integration, actor=actor(request))
+    services.integration_delete(integration=integration, actor=request_actor(request))
     messages.success(request, f"{integration.name} was deleted. Rules that name it no longer deliver there.")
     return redirect("integrations-page")
 
@@ -147,7 +143,7 @@ def dead_letter_replay(request: DashboardRequest, integration_id: int, delivery_
     if delivery is None:
         raise Http404("No such delivery of this integration.")
     try:
-        delivery_replay(delivery=delivery, actor=actor(request))
+        delivery_replay(delivery=delivery, actor=request_actor(request))
     except NotReplayable as exc:
         messages.error(request, f"Not replayed: {exc}.")
     else:
@@ -160,7 +156,7 @@ def dead_letter_replay(request: DashboardRequest, integration_id: int, delivery_
 def dead_letters_replay_all(request: DashboardRequest, integration_id: int) -> HttpResponse:
     integration = integration_or_404(request, integration_id)
     count = deliveries_replay_dead(
-        team_id=request.team.pk, actor=actor(request), integration=(integration.pk, integration.name)
+        team_id=request.team.pk, actor=request_actor(request), integration=(integration.pk, integration.name)
     )
     if count:
         messages.success(request, f"{count} dead letter{'s' if count != 1 else ''} queued again.")

@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from accounts.access import DashboardRequest, team_view
+from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
 
 from .. import edits, selectors
@@ -37,10 +37,6 @@ from .forms import (
 )
 
 MANAGE = Permission.MANAGE_RULES
-
-
-def actor(request: HttpRequest) -> str:
-    return f"user:{request.user.get_username()}"
 
 
 def posted_version(request: HttpRequest) -> int:
@@ -122,7 +118,9 @@ def rule_move(request: DashboardRequest, rule_id: int) -> HttpResponse:
         rule_id,
         f"move '{name}' {'up' if by < 0 else 'down'}",
         "up" if by < 0 else "down",
-        lambda v: edits.rule_move(team_id=request.team.pk, rule_id=rule_id, by=by, version=v, actor=actor(request)),
+        lambda v: edits.rule_move(
+            team_id=request.team.pk, rule_id=rule_id, by=by, version=v, actor=request_actor(request)
+        ),
     )
 
 
@@ -137,7 +135,7 @@ def rule_toggle(request: DashboardRequest, rule_id: int) -> HttpResponse:
         f"{'enable' if enabled else 'disable'} '{name}'",
         "toggle",
         lambda v: edits.rule_set_enabled(
-            team_id=request.team.pk, rule_id=rule_id, enabled=enabled, version=v, actor=actor(request)
+            team_id=request.team.pk, rule_id=rule_id, enabled=enabled, version=v, actor=request_actor(request)
         ),
     )
 
@@ -148,7 +146,7 @@ def rule_delete(request: DashboardRequest, rule_id: int) -> HttpResponse:
     name = _rule_name(request, rule_id)
     version = posted_version(request)
     try:
-        edits.rule_delete(team_id=request.team.pk, rule_id=rule_id, version=version, actor=actor(request))
+        edits.rule_delete(team_id=request.team.pk, rule_id=rule_id, version=version, actor=request_actor(request))
     except VersionConflict:
         header = selectors.rule_set(request.team.pk)
         return _list_page(request, status=409, conflict={"header": header, "attempt": f"delete '{name}'"})
@@ -221,7 +219,7 @@ def _save(request: DashboardRequest, state: RuleState, rule_id: int | None) -> H
         return _form_page(request, state, rule_id=rule_id, version=version, status=400)
     try:
         _, rule = edits.rule_save(
-            team_id=team_id, rule=document, rule_id=rule_id, version=version, actor=actor(request)
+            team_id=team_id, rule=document, rule_id=rule_id, version=version, actor=request_actor(request)
         )
     except VersionConflict as exc:
         theirs = selectors.routing_rule(team_id, rule_id) if rule_id is not None else None

@@ -13,12 +13,12 @@ from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 
-from accounts.access import DashboardRequest, team_view
+from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
 
 from .. import edits, selectors
 from ..edits import RuleSetInvalid, VersionConflict
-from .rules import actor, posted_version
+from .rules import posted_version
 
 EMPTY_ROWS = 2
 _ROW_RE = re.compile(r"^rule-(\d{1,3})-")
@@ -115,7 +115,9 @@ def sampling_policy(request: DashboardRequest) -> HttpResponse:
         document["default_sample_rate"] = _number(default)
     version = posted_version(request)
     try:
-        policy = edits.sampling_save(team_id=request.team.pk, document=document, version=version, actor=actor(request))
+        policy = edits.sampling_save(
+            team_id=request.team.pk, document=document, version=version, actor=request_actor(request)
+        )
     except VersionConflict as exc:
         conflict = {"current": exc.current}
         return _page(request, default=default, rows=rows, version=exc.current, status=409, conflict=conflict)

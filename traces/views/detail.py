@@ -12,7 +12,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from accounts.access import DashboardRequest, team_view
+from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
 from debugmode.selectors import trace_debug_records
 from delivery.selectors import trace_deliveries
@@ -75,9 +75,8 @@ def delivery_retry(request: DashboardRequest, trace_id: str, delivery_id: int) -
     delivery = next((d for d in trace_deliveries(trace.pk) if d.pk == delivery_id), None)
     if delivery is None:
         raise Http404("No such delivery of this trace.")
-    user = request.user.get_username()
     try:
-        delivery_replay(delivery=delivery, actor=f"user:{user}")
+        delivery_replay(delivery=delivery, actor=request_actor(request))
     except NotReplayable as exc:
         messages.error(request, f"Not retried: {exc}.")
     else:
