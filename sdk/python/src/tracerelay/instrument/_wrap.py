@@ -9,6 +9,7 @@ came, and records the call when the stream ends, fails or is dropped.
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -228,3 +229,29 @@ async def _async_items(inner: AsyncIterator[Any], call: Call, skip: Skip | None)
         client = _state.client
         if client is not None:
             client.record(call)
+
+
+# (module, class, method, endpoint, build, async, streams): one patched method of a provider library.
+Target = tuple[str, str, str, str, Callable[..., Any], bool, bool]
+
+
+def install_targets(provider: str, targets: list[Target], *, stream_attr: str | None) -> list[str]:
+    """Patch each target that this install of the library has; the names of those patched."""
+    done = []
+    for module_name, class_name, method, endpoint, build, is_async, streams in targets:
+        try:
+            owner = getattr(importlib.import_module(module_name), class_name)
+        except (ImportError, AttributeError):
+            continue
+        factory = async_method if is_async else sync_method
+        if patch(owner, method, factory(provider, endpoint, build, stream_attr=stream_attr, streams=streams)):
+            done.append(f"{class_name}.{method}")
+    return done
+
+
+def uninstall_targets(targets: list[Target]) -> None:
+    for module_name, class_name, method, *_ in targets:
+        try:
+            unpatch(getattr(importlib.import_module(module_name), class_name), method)
+        except (ImportError, AttributeError):
+            continue

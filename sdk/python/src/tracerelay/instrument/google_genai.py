@@ -7,12 +7,11 @@ they are one trace, as the application made one call.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from .._records import Call
 from ._common import first_time, get, jsonable
-from ._wrap import async_method, patch, sync_method, unpatch
+from ._wrap import Target, install_targets, uninstall_targets
 
 PROVIDER = "google"
 
@@ -81,7 +80,7 @@ def build_embed(call: Call) -> dict[str, Any]:
 
 
 # (module, class, method, endpoint, build, async, streams)
-TARGETS = [
+TARGETS: list[Target] = [
     ("google.genai.models", "Models", "generate_content", "generate_content", build_generate, False, False),
     ("google.genai.models", "Models", "generate_content_stream", "generate_content", build_generate, False, True),
     ("google.genai.models", "Models", "embed_content", "embeddings", build_embed, False, False),
@@ -92,23 +91,9 @@ TARGETS = [
 
 
 def install() -> list[str]:
-    done = []
-    for module_name, class_name, method, endpoint, build, is_async, streams in TARGETS:
-        try:
-            owner = getattr(importlib.import_module(module_name), class_name)
-        except (ImportError, AttributeError):
-            continue
-        factory = async_method if is_async else sync_method
-        # The streams are plain (async) generators: the wrapper hands back its own around them.
-        make = factory(PROVIDER, endpoint, build, stream_attr=None, streams=streams)
-        if patch(owner, method, make):
-            done.append(f"{class_name}.{method}")
-    return done
+    # The streams are plain (async) generators: the wrapper hands back its own around them.
+    return install_targets(PROVIDER, TARGETS, stream_attr=None)
 
 
 def uninstall() -> None:
-    for module_name, class_name, method, *_ in TARGETS:
-        try:
-            unpatch(getattr(importlib.import_module(module_name), class_name), method)
-        except (ImportError, AttributeError):
-            continue
+    uninstall_targets(TARGETS)

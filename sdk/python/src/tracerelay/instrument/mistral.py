@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from .._records import Call
 from ._common import get, usage_fields
-from ._wrap import async_method, patch, sync_method, unpatch
+from ._wrap import Target, install_targets, uninstall_targets
 from .openai import _chat_stream, build_chat
 
 PROVIDER = "mistral"
@@ -33,7 +32,7 @@ def build_mistral_embeddings(call: Call) -> dict[str, Any]:
 
 
 # (module, class, method, endpoint, build, async, streams)
-TARGETS = [
+TARGETS: list[Target] = [
     ("mistralai.client.chat", "Chat", "complete", "chat", build_mistral_chat, False, False),
     ("mistralai.client.chat", "Chat", "complete_async", "chat", build_mistral_chat, True, False),
     ("mistralai.client.chat", "Chat", "stream", "chat", build_mistral_chat, False, True),
@@ -44,22 +43,8 @@ TARGETS = [
 
 
 def install() -> list[str]:
-    done = []
-    for module_name, class_name, method, endpoint, build, is_async, streams in TARGETS:
-        try:
-            owner = getattr(importlib.import_module(module_name), class_name)
-        except (ImportError, AttributeError):
-            continue
-        factory = async_method if is_async else sync_method
-        make = factory(PROVIDER, endpoint, build, stream_attr="generator", streams=streams)
-        if patch(owner, method, make):
-            done.append(f"{class_name}.{method}")
-    return done
+    return install_targets(PROVIDER, TARGETS, stream_attr="generator")
 
 
 def uninstall() -> None:
-    for module_name, class_name, method, *_ in TARGETS:
-        try:
-            unpatch(getattr(importlib.import_module(module_name), class_name), method)
-        except (ImportError, AttributeError):
-            continue
+    uninstall_targets(TARGETS)
