@@ -9,20 +9,24 @@ else 412 with the current ETag.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
+from rest_framework.response import Response
 
 from config.jsoncodec import iso
 from config.problems import Problem
 
 from .. import selectors
 from ..models import RoutingRule, RuleSet, SamplingPolicy
+from ..services import VersionConflict
 
 TAG = "Routing"
+WHAT = {"rules": "rule set", "sampling": "sampling policy"}  # an ETag's kind → what it versions, in words
 
 
 def etag(kind: str, version: int) -> str:
@@ -44,16 +48,37 @@ def if_match_versions(request: Request, kind: str) -> set[int] | None:
     return versions
 
 
-def stale(request: Request, kind: str, what: str, current: int) -> Problem:
+def stale(request: Request, kind: str, current: int) -> Problem:
     """The 412 for an ``If-Match`` that names another version than ``current``."""
     return Problem(
         412,
         "precondition-failed",
-        f"The {what} is at version {current} ({etag(kind, current)}); If-Match was "
+        f"The {WHAT[kind]} is at version {current} ({etag(kind, current)}); If-Match was "
         f"{request.headers.get('If-Match')}. GET it again, reapply your change and retry.",
         current_version=current,
         headers={"ETag": etag(kind, current)},
     )
+
+
+@contextmanager
+def if_match(request: Request, kind: str) -> Iterator[set[int] | None]:
+    """A PUT's store, under ``If-Match``: gives the versions it accepts (the service's
+    ``expected_versions``, checked under the row lock) and turns the service's `VersionConflict`
+    into the 412 with the current ETag.
+
+        with if_match(request, "rules") as expected:
+            header, stored = services.routing_rules_replace(..., expected_versions=expected)
+        return tagged(body, "rules", header.version)
+    """
+    try:
+        yield if_match_versions(request, kind)
+    except VersionConflict as exc:
+        raise stale(request, kind, exc.current) from None
+
+
+def tagged(body: Any, kind: str, version: int) -> Response:
+    """A 200 with ``body`` and the ETag of that ``kind`` at ``version``."""
+    return Response(body, headers={"ETag": etag(kind, version)})
 
 
 def rule_json(rule: RoutingRule) -> dict[str, Any]:

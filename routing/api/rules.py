@@ -27,7 +27,7 @@ from ..serializers import (
     RoutingRuleSetSerializer,
 )
 from ..validation import rules_context, validation_problem
-from .common import IF_MATCH, TAG, etag, etag_header, if_match_versions, rule_json, rule_set_json, stale
+from .common import IF_MATCH, TAG, etag_header, if_match, rule_json, rule_set_json, tagged
 from .examples import BAD_RULES_EXAMPLE, RULES_EXAMPLE, RULES_OUT_EXAMPLE, SERVICE_RULES_EXAMPLE
 
 MAX_SERVICE_NAME = 200  # as a trace's service_name
@@ -77,8 +77,7 @@ class RoutingRulesView(APIView):
     def get(self, request: Request) -> Response:
         team_id = principal_of(request).team_id
         header = selectors.rule_set(team_id)
-        body = rule_set_json(header, list(selectors.routing_rules(team_id)))
-        return Response(body, headers={"ETag": etag("rules", header.version)})
+        return tagged(rule_set_json(header, list(selectors.routing_rules(team_id))), "rules", header.version)
 
     @extend_schema(
         tags=[TAG],
@@ -104,16 +103,11 @@ class RoutingRulesView(APIView):
     def put(self, request: Request) -> Response:
         principal = principal_of(request)
         rules = _validated_rules(request, principal.team_id, None)
-        try:
+        with if_match(request, "rules") as expected:
             header, stored = services.routing_rules_replace(
-                team_id=principal.team_id,
-                rules=rules,
-                actor=principal.actor,
-                expected_versions=if_match_versions(request, "rules"),
+                team_id=principal.team_id, rules=rules, actor=principal.actor, expected_versions=expected
             )
-        except services.VersionConflict as exc:
-            raise stale(request, "rules", "rule set", exc.current)
-        return Response(rule_set_json(header, stored), headers={"ETag": etag("rules", header.version)})
+        return tagged(rule_set_json(header, stored), "rules", header.version)
 
 
 class RoutingRuleDetailView(APIView):
@@ -132,7 +126,7 @@ class RoutingRuleDetailView(APIView):
         rule = selectors.routing_rule(team_id, rule_id)
         if rule is None:
             raise Problem(404, "not-found", f"No routing rule {rule_id} in this team.")
-        return Response(rule_json(rule), headers={"ETag": etag("rules", selectors.rule_set(team_id).version)})
+        return tagged(rule_json(rule), "rules", selectors.rule_set(team_id).version)
 
 
 SERVICE_NAME = OpenApiParameter(
@@ -174,8 +168,7 @@ class ServiceRulesView(APIView):
         team_id = principal_of(request).team_id
         service = _service(service_name)
         header = selectors.rule_set(team_id)
-        body = rule_set_json(header, list(selectors.service_rules(team_id, service)))
-        return Response(body, headers={"ETag": etag("rules", header.version)})
+        return tagged(rule_set_json(header, list(selectors.service_rules(team_id, service))), "rules", header.version)
 
     @extend_schema(
         tags=[TAG],
@@ -201,14 +194,12 @@ class ServiceRulesView(APIView):
         principal = principal_of(request)
         service = _service(service_name)
         rules = _validated_rules(request, principal.team_id, service)
-        try:
+        with if_match(request, "rules") as expected:
             header, stored = services.service_rules_replace(
                 team_id=principal.team_id,
                 service=service,
                 rules=rules,
                 actor=principal.actor,
-                expected_versions=if_match_versions(request, "rules"),
+                expected_versions=expected,
             )
-        except services.VersionConflict as exc:
-            raise stale(request, "rules", "rule set", exc.current)
-        return Response(rule_set_json(header, stored), headers={"ETag": etag("rules", header.version)})
+        return tagged(rule_set_json(header, stored), "rules", header.version)

@@ -15,7 +15,7 @@ from config.problems import problem_responses
 from .. import selectors, services
 from ..serializers import SamplingPolicyOutSerializer, SamplingPolicySerializer
 from ..validation import validation_problem
-from .common import IF_MATCH, TAG, etag, etag_header, if_match_versions, policy_json, stale
+from .common import IF_MATCH, TAG, etag_header, if_match, policy_json, tagged
 
 
 class SamplingPolicyView(APIView):
@@ -32,7 +32,7 @@ class SamplingPolicyView(APIView):
     )
     def get(self, request: Request) -> Response:
         policy = selectors.sampling_policy(principal_of(request).team_id)
-        return Response(policy_json(policy), headers={"ETag": etag("sampling", policy.version)})
+        return tagged(policy_json(policy), "sampling", policy.version)
 
     @extend_schema(
         tags=[TAG],
@@ -64,14 +64,12 @@ class SamplingPolicyView(APIView):
         serializer = SamplingPolicySerializer(data=data)
         if not serializer.is_valid():
             raise validation_problem(serializer.errors, data, title="Invalid sampling policy")
-        try:
+        with if_match(request, "sampling") as expected:
             policy = services.sampling_policy_replace(
                 team_id=principal.team_id,
                 default_sample_rate=serializer.validated_data["default_sample_rate"],
                 rules=serializer.validated_data["rules"],
                 actor=principal.actor,
-                expected_versions=if_match_versions(request, "sampling"),
+                expected_versions=expected,
             )
-        except services.VersionConflict as exc:
-            raise stale(request, "sampling", "sampling policy", exc.current)
-        return Response(policy_json(policy), headers={"ETag": etag("sampling", policy.version)})
+        return tagged(policy_json(policy), "sampling", policy.version)
