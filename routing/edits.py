@@ -153,14 +153,21 @@ def rule_set_enabled(*, team_id: int, rule_id: int, enabled: bool, version: int,
     return _store(team_id, rules, actor=actor, version=version)[0]
 
 
-def rule_move(*, team_id: int, rule_id: int, by: int, version: int, actor: str) -> RuleSet:
-    """Move a rule ``by`` places (-1: up, runs earlier). The rules keep the priority numbers they
-    had, in their new order, when those are all different; otherwise (equal priorities run in the
-    order they were created, which a move cannot change) they are renumbered 10, 20, 30 …"""
+def rule_move(*, team_id: int, rule_id: int, version: int, actor: str, by: int = 0, to: int | None = None) -> RuleSet:
+    """Move a rule ``by`` places (-1: up, runs earlier; the up/down buttons), or ``to`` a place in
+    the list (1: first; a drag and drop). The rules keep the priority numbers they had, in their
+    new order, when those are all different; otherwise (equal priorities run in the order they
+    were created, which a move cannot change) they are renumbered 10, 20, 30 … A ``to`` outside
+    the list is `RuleSetInvalid` under ``position``."""
     _check_version(team_id, version)
     rules = rules_document(team_id)
     index = _index_of(rules, rule_id)
-    target = max(0, min(len(rules) - 1, index + by))
+    if to is None:
+        target = max(0, min(len(rules) - 1, index + by))
+    elif 1 <= to <= len(rules):
+        target = to - 1
+    else:
+        raise RuleSetInvalid({"position": [f"Choose a place from 1 to {len(rules)}, not {to}."]}, None, [])
     priorities = [r["priority"] for r in rules]
     rules.insert(target, rules.pop(index))
     if len(set(priorities)) != len(priorities):

@@ -111,16 +111,30 @@ def _rule_name(request: DashboardRequest, rule_id: int) -> str:
 @require_POST
 @team_view(MANAGE)
 def rule_move(request: DashboardRequest, rule_id: int) -> HttpResponse:
-    by = -1 if request.POST.get("direction") == "up" else 1
+    """Up/down (``direction``), or a drag and drop (``position``: the place it was dropped at, 1 first)."""
     name = _rule_name(request, rule_id)
+    actor = request_actor(request)
+    position = request.POST.get("position")
+    if position is not None:
+        try:
+            to = int(position)
+        except ValueError:
+            problem = f"position: A place in the list is a whole number, not '{position}'."
+            return _list_page(request, status=400, refused={"attempt": f"move '{name}'", "errors": [problem]})
+        return _list_action(
+            request,
+            rule_id,
+            f"move '{name}' to place {to}",
+            "up",
+            lambda v: edits.rule_move(team_id=request.team.pk, rule_id=rule_id, to=to, version=v, actor=actor),
+        )
+    by = -1 if request.POST.get("direction") == "up" else 1
     return _list_action(
         request,
         rule_id,
         f"move '{name}' {'up' if by < 0 else 'down'}",
         "up" if by < 0 else "down",
-        lambda v: edits.rule_move(
-            team_id=request.team.pk, rule_id=rule_id, by=by, version=v, actor=request_actor(request)
-        ),
+        lambda v: edits.rule_move(team_id=request.team.pk, rule_id=rule_id, by=by, version=v, actor=actor),
     )
 
 

@@ -1,6 +1,9 @@
-// The rule form (templates/routing/rule_form.html): add and remove builder and destination rows,
-// and offer only the operators that fit a row's field. Without JavaScript the form still works:
-// it always has one empty row of each, and the server checks every operator.
+// The routing pages. The rule form (templates/routing/rule_form.html): add and remove builder and
+// destination rows, and offer only the operators that fit a row's field. Without JavaScript the form
+// still works: it always has one empty row of each, and the server checks every operator.
+// The rule list (templates/routing/rules.html): drag a rule by its handle to another place (native
+// HTML5 drag and drop). The drop posts the place to the rule's move form, the one the up/down
+// buttons post (same endpoint, service and version check); the buttons stay for the keyboard.
 (function () {
   "use strict";
 
@@ -68,4 +71,75 @@
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll(".cond-row").forEach(fitRow);
   });
+  document.addEventListener("htmx:load", function (event) {
+    event.target.querySelectorAll(".cond-row").forEach(fitRow);
+  });
+
+  // --- Drag and drop in the rule list -----------------------------------------------------------
+  document.documentElement.classList.add("js-drag");
+  var dragged = null;
+
+  function rulesIn(list) {
+    return Array.prototype.filter.call(list.children, function (li) { return li.matches("li.rule"); });
+  }
+  function unmark() {
+    document.querySelectorAll(".drop-before, .drop-after").forEach(function (li) {
+      li.classList.remove("drop-before", "drop-after");
+    });
+  }
+  function finish() {
+    if (dragged) dragged.classList.remove("is-dragging");
+    unmark();
+    dragged = null;
+  }
+  // The rule under the pointer, and whether the dragged one goes before it (upper half) or after.
+  function spotOf(event) {
+    if (!dragged || !event.target.closest) return null;
+    var rule = event.target.closest("li.rule");
+    if (!rule || rule.parentElement !== dragged.parentElement) return null;
+    var box = rule.getBoundingClientRect();
+    return { rule: rule, before: event.clientY < box.top + box.height / 2 };
+  }
+
+  document.addEventListener("dragstart", function (event) {
+    var handle = event.target.closest && event.target.closest("[data-drag-handle]");
+    var rule = handle && handle.closest("[data-sortable] > li.rule");
+    if (!rule) return;
+    dragged = rule;
+    event.dataTransfer.effectAllowed = "move";
+    event.dataTransfer.setData("text/plain", rule.querySelector(".rule-name").textContent);
+    var box = rule.getBoundingClientRect();
+    event.dataTransfer.setDragImage(rule, event.clientX - box.left, event.clientY - box.top);
+    rule.classList.add("is-dragging");
+  });
+  document.addEventListener("dragover", function (event) {
+    var spot = spotOf(event);
+    if (!spot) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = "move";
+    unmark();
+    if (spot.rule !== dragged) spot.rule.classList.add(spot.before ? "drop-before" : "drop-after");
+  });
+  document.addEventListener("drop", function (event) {
+    var spot = spotOf(event);
+    if (!spot) return;
+    event.preventDefault();
+    var rule = dragged;
+    var list = rule.parentElement;
+    var from = rulesIn(list).indexOf(rule);
+    var others = rulesIn(list).filter(function (li) { return li !== rule; });
+    var to = spot.rule === rule ? from : others.indexOf(spot.rule) + (spot.before ? 0 : 1);
+    finish();
+    var form = document.getElementById(rule.id + "-move");
+    if (to === from || !form) return;
+    list.insertBefore(rule, others[to] || null); // at once; the server's list replaces it
+    var place = document.createElement("input");
+    place.type = "hidden";
+    place.name = "position";
+    place.value = String(to + 1);
+    form.appendChild(place);
+    form.requestSubmit(); // htmx posts it (and swaps in the list); without htmx, a plain POST
+    setTimeout(function () { place.remove(); }, 0);
+  });
+  document.addEventListener("dragend", finish);
 })();
