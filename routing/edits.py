@@ -1,4 +1,5 @@
-"""One change at a time to the rule set and the sampling policy, for the dashboard.
+"""One change at a time to the rule set and the sampling policy, for the dashboard (and one
+candidate rule for the dry run, `rule_trial`, which the API's ``rule`` uses too).
 
 The rules API replaces the whole set; a page changes one rule. Each function here builds the whole
 document the API would receive (the stored rules as a GET shows them, with this one change),
@@ -30,7 +31,9 @@ __all__ = [
     "rule_move",
     "rule_save",
     "rule_set_enabled",
+    "rule_trial",
     "rules_document",
+    "rules_with",
     "sampling_save",
 ]
 
@@ -62,13 +65,19 @@ class RuleSetInvalid(ValueError):
                 out.setdefault(path[len(prefix) :].lstrip("."), []).extend(messages)
         return out
 
+    def others(self) -> dict[str, list[str]]:
+        """The errors that are not the changed rule's, by their paths in the document."""
+        mine = f"rules[{self.index}]" if self.index is not None else None
+        return {
+            path: messages
+            for path, messages in self.errors.items()
+            if not (mine and (path == mine or path.startswith(mine + ".") or path.startswith(mine + "[")))
+        }
+
     def elsewhere(self) -> list[str]:
         """Errors in the other (stored) rules: say which rule, in words."""
-        mine = f"rules[{self.index}]" if self.index is not None else None
         out: list[str] = []
-        for path, messages in self.errors.items():
-            if mine and (path == mine or path.startswith(mine + ".") or path.startswith(mine + "[")):
-                continue
+        for path, messages in self.others().items():
             where = path
             if path.startswith("rules["):
                 index = int(path[6 : path.index("]")])
@@ -96,15 +105,20 @@ def _check_version(team_id: int, version: int) -> None:
         raise VersionConflict(current, {version})
 
 
-def _store(
-    team_id: int, rules: list[dict[str, Any]], *, actor: str, version: int, index: int | None = None
-) -> tuple[RuleSet, list[RoutingRule]]:
+def _validated(team_id: int, rules: list[dict[str, Any]], index: int | None) -> list[dict[str, Any]]:
+    """The document through the API's serializer: its validated rules, or `RuleSetInvalid`."""
     serializer = RoutingRuleSetSerializer(data={"rules": rules}, context=rules_context(team_id))
     if not serializer.is_valid():
         names = [str(r.get("name", "")) for r in rules]
         raise RuleSetInvalid(flatten_errors(serializer.errors), index, names)
+    return list(serializer.validated_data["rules"])
+
+
+def _store(
+    team_id: int, rules: list[dict[str, Any]], *, actor: str, version: int, index: int | None = None
+) -> tuple[RuleSet, list[RoutingRule]]:
     return services.routing_rules_replace(
-        team_id=team_id, rules=serializer.validated_data["rules"], actor=actor, expected_versions={version}
+        team_id=team_id, rules=_validated(team_id, rules, index), actor=actor, expected_versions={version}
     )
 
 
@@ -115,25 +129,44 @@ def _index_of(rules: Sequence[Mapping[str, Any]], rule_id: int) -> int:
     raise RuleNotFound(rule_id)
 
 
+def rules_with(team_id: int, rule: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """The stored rules (as a PUT carries them) with ``rule`` (the API's rule shape) in place of the
+    stored rule its ``id`` names, or, without an ``id``, added after the last one; and its index.
+    A rule without a priority keeps the one it replaces, or (added) goes `PRIORITY_STEP` after the
+    last. `RuleNotFound` when the ``id`` is no stored rule of this team."""
+    rules = rules_document(team_id)
+    body = dict(rule)
+    rule_id = body.get("id")
+    if rule_id is None:
+        if body.get("priority") is None:
+            body["priority"] = max((r["priority"] for r in rules), default=0) + PRIORITY_STEP
+        rules.append(body)
+        return rules, len(rules) - 1
+    if not isinstance(rule_id, int) or isinstance(rule_id, bool):
+        rules.append(body)  # the serializer refuses the id, at this rule
+        return rules, len(rules) - 1
+    index = _index_of(rules, rule_id)
+    if body.get("priority") is None:
+        body["priority"] = rules[index]["priority"]
+    rules[index] = body
+    return rules, index
+
+
+def rule_trial(*, team_id: int, rule: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The rule set a dry run of ``rule`` routes by: `rules_with`, validated as `rule_save` would
+    validate it (`RuleSetInvalid`, with the rule's own errors at ``index``), stored nowhere."""
+    rules, index = rules_with(team_id, rule)
+    return _validated(team_id, rules, index)
+
+
 def rule_save(
     *, team_id: int, rule: Mapping[str, Any], rule_id: int | None, version: int, actor: str
 ) -> tuple[RuleSet, RoutingRule]:
     """Create (``rule_id`` None) or replace one rule, given in the API's rule shape. A new rule
     without a priority runs after the last one."""
     _check_version(team_id, version)
-    rules = rules_document(team_id)
-    body = dict(rule)
-    if rule_id is None:
-        if body.get("priority") is None:
-            body["priority"] = max((r["priority"] for r in rules), default=0) + PRIORITY_STEP
-        rules.append(body)
-        index = len(rules) - 1
-    else:
-        index = _index_of(rules, rule_id)
-        body["id"] = rule_id
-        if body.get("priority") is None:
-            body["priority"] = rules[index]["priority"]
-        rules[index] = body
+    body = {**rule, "id": rule_id} if rule_id is not None else {k: v for k, v in rule.items() if k != "id"}
+    rules, index = rules_with(team_id, body)
     header, stored = _store(team_id, rules, actor=actor, version=version, index=index)
     name = str(body["name"]).strip()
     return header, next(r for r in stored if r.name == name)

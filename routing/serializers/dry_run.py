@@ -19,6 +19,10 @@ class RoutingTestRequestSerializer(serializers.Serializer):
     rules = RoutingRuleSerializer(
         many=True, required=False, help_text="Try these rules instead of the stored ones (nothing is stored)."
     )
+    rule = RoutingRuleSerializer(
+        required=False,
+        help_text="Try one rule in place of the stored rule its `id` names, or added (no `id`); not with `rules`.",
+    )
     sampling = SamplingPolicySerializer(required=False, help_text="Try this sampling policy instead of the stored one.")
 
 
@@ -67,6 +71,8 @@ class RoutingTestResultSerializer(serializers.Serializer):
 
 
 class RoutingTestResponseSerializer(serializers.Serializer):
-    rules_version = serializers.IntegerField(allow_null=True, help_text="null when the request brought its rules.")
+    rules_version = serializers.IntegerField(
+        allow_null=True, help_text="null when the request brought its rules (`rules`, or a `rule` to try)."
+    )
     sampling_version = serializers.IntegerField(allow_null=True)
     results = RoutingTestResultSerializer(many=True)
