@@ -60,13 +60,15 @@ def dry_run_request(data: Any) -> DryRunRequest:
             raise _bad("rule", "Give 'rules' (a whole rule set) or 'rule' (one rule), not both.")
         if rule is not None and not isinstance(rule, Mapping):
             raise _bad("rule", "Must be a rule object.")
-        tries = {"rules": data.get("rules"), "sampling": data.get("sampling"), "rule": rule}
+        rules, sampling = data.get("rules"), data.get("sampling")
         if "traces" in data:
             if not isinstance(data["traces"], list):
                 raise _bad("traces", "Must be a list of traces.")
-            request = DryRunRequest(items=data["traces"], **tries)
+            request = DryRunRequest(items=data["traces"], rules=rules, sampling=sampling, rule=rule)
         else:
-            request = DryRunRequest(items=[data["trace"]], prefix="trace", single=True, **tries)
+            request = DryRunRequest(
+                items=[data["trace"]], rules=rules, sampling=sampling, rule=rule, prefix="trace", single=True
+            )
     elif isinstance(data, Mapping):
         candidates = sorted(k for k in ("rules", "rule", "sampling") if k in data)
         if candidates:  # beside a bare trace they would read as trace fields and be ignored

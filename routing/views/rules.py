@@ -35,6 +35,7 @@ from .forms import (
     state_from_rule,
     to_document,
 )
+from .test import blank_trial, trace_choices
 
 MANAGE = Permission.MANAGE_RULES
 
@@ -174,7 +175,7 @@ def rule_delete(request: DashboardRequest, rule_id: int) -> HttpResponse:
 # The rule form
 
 
-def _form_page(
+def form_page(
     request: DashboardRequest,
     state: RuleState,
     *,
@@ -182,7 +183,10 @@ def _form_page(
     version: int,
     status: int = 200,
     conflict: dict[str, Any] | None = None,
+    trial: dict[str, Any] | None = None,
+    partial: bool = False,
 ) -> HttpResponse:
+    """The rule form; ``trial``: "Test this rule" with what it ran (``partial``: only the editor, for htmx)."""
     checker = DestinationChecker(request.team.pk)
     current = [d.name for d in state.destinations] + [f for d in state.destinations for f in d.fallbacks]
     if state.mode == "cel" and state.cel_error is None and state.cel.strip():
@@ -200,14 +204,18 @@ def _form_page(
         "blank_dest": DestRow(index=0),
         "editable": request.membership.may.manage_rules,
         "tab": "rules",
+        "trial": trial or blank_trial(),
+        "attempt": "tested" if trial else "saved",
+        **trace_choices(),
     }
-    return render(request, "routing/rule_form.html", context, status=status)
+    template = "routing/rule_form.html#editor" if partial else "routing/rule_form.html"
+    return render(request, template, context, status=status)
 
 
 @team_view(MANAGE)
 def rule_new(request: DashboardRequest) -> HttpResponse:
     if request.method != "POST":
-        return _form_page(request, RuleState(), rule_id=None, version=selectors.rule_set(request.team.pk).version)
+        return form_page(request, RuleState(), rule_id=None, version=selectors.rule_set(request.team.pk).version)
     return _save(request, state_from_post(request.POST), None)
 
 
@@ -219,7 +227,7 @@ def rule_edit(request: DashboardRequest, rule_id: int) -> HttpResponse:
     if rule is None:
         raise Http404("No such rule in this team.")
     state = state_from_rule(selectors.rule_as_dict(rule))
-    return _form_page(request, state, rule_id=rule_id, version=selectors.rule_set(request.team.pk).version)
+    return form_page(request, state, rule_id=rule_id, version=selectors.rule_set(request.team.pk).version)
 
 
 def _save(request: DashboardRequest, state: RuleState, rule_id: int | None) -> HttpResponse:
@@ -230,7 +238,7 @@ def _save(request: DashboardRequest, state: RuleState, rule_id: int | None) -> H
     try:
         document, rows = to_document(state, previous)
     except FormInvalid:
-        return _form_page(request, state, rule_id=rule_id, version=version, status=400)
+        return form_page(request, state, rule_id=rule_id, version=version, status=400)
     try:
         _, rule = edits.rule_save(
             team_id=team_id, rule=document, rule_id=rule_id, version=version, actor=request_actor(request)
@@ -243,13 +251,13 @@ def _save(request: DashboardRequest, state: RuleState, rule_id: int | None) -> H
             "deleted": rule_id is not None and theirs is None,
         }
         # The form now carries the current version: saving again (after reading theirs) replaces it.
-        return _form_page(request, state, rule_id=rule_id, version=exc.current, status=409, conflict=conflict)
+        return form_page(request, state, rule_id=rule_id, version=exc.current, status=409, conflict=conflict)
     except RuleNotFound:
         raise Http404("No such rule in this team.") from None
     except RuleSetInvalid as exc:
         apply_errors(state, exc.for_rule(), rows)
         state.general.extend(exc.elsewhere())
-        return _form_page(request, state, rule_id=rule_id, version=version, status=400)
+        return form_page(request, state, rule_id=rule_id, version=version, status=400)
     verb = "created" if rule_id is None else "saved"
     messages.success(request, f"Rule '{rule.name}' {verb}. Traces ingested from now on are routed by it.")
     return redirect(f"{reverse('routing-page')}#rule-{rule.pk}")

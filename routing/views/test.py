@@ -1,13 +1,14 @@
 """`/routing/test`: where would a trace go, and why? The API's dry run (`routing_dry_run`) on a
 trace typed into the form, or on the team's most recent stored traces (`routing_dry_run_stored`),
-under the saved rules and sampling policy. Nothing is stored or sent."""
+under the saved rules and sampling policy. Nothing is stored or sent. The rule form's "Test this
+rule" (`trial.py`) reads its trace and shows its answer with the helpers here."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import render
 
 from accounts.access import DashboardRequest, team_view
@@ -37,7 +38,7 @@ TRACE_INPUTS = (  # (field, label, placeholder); status and environment are sele
 )
 
 
-def _blank_trace() -> dict[str, str]:
+def blank_trace() -> dict[str, str]:
     return {
         "model": "gpt-4o",
         "status": "success",
@@ -47,16 +48,23 @@ def _blank_trace() -> dict[str, str]:
     }
 
 
-def _page(request: DashboardRequest, status: int = 200, **extra: Any) -> HttpResponse:
-    team_id = request.team.pk
-    context = {
-        "tab": "test",
-        "trace": _blank_trace(),
-        "errors": {},
+def trace_choices() -> dict[str, Any]:
+    """What the trace form (``routing/_trace_fields.html``) and the recent-traces choice offer."""
+    return {
         "statuses": STATUSES,
         "trace_inputs": TRACE_INPUTS,
         "environments": ENVIRONMENTS,
         "recent_choices": RECENT_CHOICES,
+    }
+
+
+def _page(request: DashboardRequest, status: int = 200, **extra: Any) -> HttpResponse:
+    team_id = request.team.pk
+    context = {
+        "tab": "test",
+        "trace": blank_trace(),
+        "errors": {},
+        **trace_choices(),
         "recent": RECENT_CHOICES[0],
         "header": selectors.rule_set(team_id),
         "policy": selectors.sampling_policy(team_id),
@@ -76,10 +84,11 @@ def routing_test(request: DashboardRequest) -> HttpResponse:
     return _typed(request)
 
 
-def _posted_trace(request: DashboardRequest) -> tuple[dict[str, str], dict[str, Any], dict[str, list[str]]]:
-    """(what was typed, the trace object for the dry run, errors found before it)."""
-    typed = {name: request.POST.get(name, "").strip() for name in TRACE_FIELDS}
-    typed["metadata"] = request.POST.get("metadata", "")
+def posted_trace(post: QueryDict, prefix: str = "") -> tuple[dict[str, str], dict[str, Any], dict[str, list[str]]]:
+    """(what was typed, the trace object for the dry run, errors found before it); the form's
+    field names are the trace's, after ``prefix``."""
+    typed = {name: post.get(prefix + name, "").strip() for name in TRACE_FIELDS}
+    typed["metadata"] = post.get(prefix + "metadata", "")
     errors: dict[str, list[str]] = {}
     trace: dict[str, Any] = {}
     for name, value in typed.items():
@@ -99,49 +108,77 @@ def _posted_trace(request: DashboardRequest) -> tuple[dict[str, str], dict[str, 
     return typed, trace, errors
 
 
-def _typed(request: DashboardRequest) -> HttpResponse:
-    typed, trace, errors = _posted_trace(request)
-    if errors:
-        return _page(request, status=400, trace=typed, errors=errors)
+class TraceInvalid(ValueError):
+    """The dry run refused the typed trace: ``errors`` by the form's field name ("" for the whole)."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__(next(iter(errors.values()))[0])
+        self.errors = errors
+
+
+def typed_dry_run(
+    team_id: int, typed: dict[str, str], trace: dict[str, Any], rule: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """`routing_dry_run` on one typed trace, in the typed environment (``rule``: tried in, see there).
+    A bad trace raises `TraceInvalid` with the errors by field."""
     principal = KeyPrincipal(
-        key_id=0,
-        team_id=request.team.pk,
-        environment=typed["environment"] or "production",
-        prefix="",
-        scopes=frozenset(),
+        key_id=0, team_id=team_id, environment=typed["environment"] or "production", prefix="", scopes=frozenset()
     )
     try:
         result = routing_dry_run(
-            principal=principal, items=[trace], rules=None, sampling=None, prefix="trace", single=True
+            principal=principal, items=[trace], rules=None, sampling=None, prefix="trace", single=True, rule=rule
         )
     except Problem as exc:
         errors = {
             path.removeprefix("trace").lstrip(".") or "": messages for path, messages in (exc.errors or {}).items()
         }
-        if not errors:
-            errors = {"": [str(exc.detail)]}
+        raise TraceInvalid(errors or {"": [str(exc.detail)]}) from None
+    return shown(result)
+
+
+def blank_trial() -> dict[str, Any]:
+    """The rule form's "Test this rule" before it ran: a trace to type, the recent-traces choice."""
+    return {"source": "typed", "trace": blank_trace(), "errors": {}, "recent": RECENT_CHOICES[0], "result": None}
+
+
+def posted_count(post: QueryDict, name: str = "count") -> int | None:
+    """How many recent traces, if one of `RECENT_CHOICES`."""
+    try:
+        count = int(post.get(name, RECENT_CHOICES[0]))
+    except ValueError:
+        return None
+    return count if count in RECENT_CHOICES else None
+
+
+COUNT_ERROR = f"Choose {', '.join(map(str, RECENT_CHOICES))} traces."
+
+
+def recent_dry_run(team_id: int, count: int, rule: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`routing_dry_run_stored` on the team's ``count`` latest traces (``rule``: tried in)."""
+    rows = list(Trace.objects.filter(team_id=team_id).order_by("-timestamp", "-id")[:count])
+    records = [TraceRecord.from_trace(row) for row in rows]
+    return shown(routing_dry_run_stored(team_id=team_id, records=records, rule=rule))
+
+
+def _typed(request: DashboardRequest) -> HttpResponse:
+    typed, trace, errors = posted_trace(request.POST)
+    if errors:
         return _page(request, status=400, trace=typed, errors=errors)
-    return _page(request, trace=typed, result=_shown(result), source="typed")
+    try:
+        result = typed_dry_run(request.team.pk, typed, trace)
+    except TraceInvalid as exc:
+        return _page(request, status=400, trace=typed, errors=exc.errors)
+    return _page(request, trace=typed, result=result, source="typed")
 
 
 def _recent(request: DashboardRequest) -> HttpResponse:
-    try:
-        count = int(request.POST.get("count", RECENT_CHOICES[0]))
-    except ValueError:
-        count = 0
-    if count not in RECENT_CHOICES:
-        return _page(
-            request,
-            status=400,
-            errors={"count": [f"Choose {', '.join(map(str, RECENT_CHOICES))} traces."]},
-        )
-    rows = list(Trace.objects.filter(team_id=request.team.pk).order_by("-timestamp", "-id")[:count])
-    records = [TraceRecord.from_trace(row) for row in rows]
-    result = routing_dry_run_stored(team_id=request.team.pk, records=records)
-    return _page(request, result=_shown(result), source="recent", recent=count, stored={r.trace_id: r for r in rows})
+    count = posted_count(request.POST)
+    if count is None:
+        return _page(request, status=400, errors={"count": [COUNT_ERROR]})
+    return _page(request, result=recent_dry_run(request.team.pk, count), source="recent", recent=count)
 
 
-def _shown(result: dict[str, Any]) -> dict[str, Any]:
+def shown(result: dict[str, Any]) -> dict[str, Any]:
     """The dry run's answer, with what the page needs at hand per trace."""
     for item in result["results"]:
         ctx = item["trace"]
