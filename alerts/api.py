@@ -21,7 +21,7 @@ from config.problems import Problem, json_object, problem_responses, validation_
 from traces.api import json_response
 
 from . import selectors, services
-from .definition import AlertError, parse_alert
+from .definition import BUILTIN_FIXED, AlertError, parse_alert
 from .models import Alert
 from .serializers import AlertInSerializer, AlertListSerializer, AlertOutSerializer, EventListSerializer
 
@@ -112,9 +112,9 @@ class AlertDetail(APIView):
     def patch(self, request: Request, alert_id: int) -> HttpResponse:
         alert = _alert(request, alert_id)
         data = json_object(request)
-        if alert.builtin and set(data) - {"enabled", "notify", "threshold"}:
-            fields = sorted(set(data) - {"enabled", "notify", "threshold"})
-            raise validation_problem({f: ["The built-in alert's own setting."] for f in fields}, title="Invalid alert")
+        fixed = sorted(set(data) & BUILTIN_FIXED) if alert.builtin else []
+        if fixed:  # (unknown fields are parse_alert's: "Unknown field.")
+            raise validation_problem({f: ["The built-in alert's own setting."] for f in fixed}, title="Invalid alert")
         try:
             spec = parse_alert(data, base=services.spec_of(alert))
             services.alert_update(alert=alert, spec=spec, actor=principal_of(request).actor)

@@ -12,11 +12,14 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
+from config.fields import has_control_characters
 from integrations.urlguard import UnsafeDestination, check_url
 
 from .models import Metric, Period, WindowType
 
 SCOPE_KEYS = ("user_id", "model", "tag", "environment", "service_name")
+FIELDS = frozenset({"name", "metric", "threshold", "window", "scope", "notify", "enabled"})
+BUILTIN_FIXED = FIELDS - {"enabled", "notify", "threshold"}  # what the built-in alert keeps as it is
 MAX_WINDOW_MINUTES = 31 * 24 * 60
 MAX_EMAILS = 50
 MAX_WEBHOOKS = 10
@@ -59,7 +62,7 @@ def parse_alert(data: Mapping[str, Any], *, base: AlertSpec | None = None) -> Al
     """Check all of an alert (``base`` None) or the fields ``data`` gives over ``base``."""
     errors: dict[str, list[str]] = {}
     values: dict[str, Any] = {} if base is None else dict(base.__dict__)
-    for key in sorted(set(data) - {"name", "metric", "threshold", "window", "scope", "notify", "enabled"}):
+    for key in sorted(set(data) - FIELDS):
         errors[key] = ["Unknown field."]
     if base is None:
         for key in ("name", "metric", "threshold", "window"):
@@ -67,8 +70,8 @@ def parse_alert(data: Mapping[str, Any], *, base: AlertSpec | None = None) -> Al
                 errors[key] = ["This field is required."]
     if "name" in data:
         name = data["name"]
-        if not isinstance(name, str) or not name.strip() or len(name) > MAX_TEXT or "\x00" in name:
-            errors["name"] = ["A name, 1-200 characters."]
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_TEXT or has_control_characters(name):
+            errors["name"] = ["A name, 1-200 characters, on one line (no control characters)."]
         else:
             values["name"] = name.strip()
     if "metric" in data:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.fields import NAME_PATTERN
+
 from .definition import MAX_EMAILS, MAX_TEXT, MAX_THRESHOLD, MAX_URL, MAX_WEBHOOKS, MAX_WINDOW_MINUTES, MIN_THRESHOLD
 from .models import Period
 
@@ -97,7 +99,9 @@ class NotifySerializer(serializers.Serializer):
 
 class AlertInSerializer(serializers.Serializer):
     closed = True
-    name = serializers.CharField(max_length=MAX_TEXT)
+    name = serializers.RegexField(
+        NAME_PATTERN, max_length=MAX_TEXT, help_text="1-200 characters, no control characters."
+    )
     metric = serializers.ChoiceField(choices=["cost", "tokens"], help_text="cost: USD of priced traces")
     threshold = ThresholdField()
     window = WindowField()

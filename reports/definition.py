@@ -25,6 +25,7 @@ from django_celery_beat.models import CrontabSchedule
 from analytics.plan import INTERVALS
 from analytics.selectors import AnalyticsError, AnalyticsQuery, parse_query, plan_for
 from analytics.slices import GROUP_BY
+from config.fields import has_control_characters
 from traces.filters import FILTER_PARAMS, FilterError
 from traces.normalize import parse_datetime
 
@@ -181,8 +182,8 @@ def _check_period(d: Definition, errors: dict[str, list[str]]) -> None:
 
 
 def _name(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME or "\x00" in value:
-        raise ValueError("A name, 1-200 characters.")
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME or has_control_characters(value):
+        raise ValueError("A name, 1-200 characters, on one line (no control characters).")
     return value.strip()
 
 

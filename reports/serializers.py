@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from analytics.plan import INTERVALS
 from analytics.slices import GROUP_BY
+from config.fields import NAME_PATTERN
 
 from .definition import FILTER_KEYS, MAX_NAME, MAX_RECIPIENTS, MAX_SCHEDULE
 from .models import Format, RunStatus
@@ -43,7 +44,9 @@ class FiltersField(serializers.JSONField):
 
 class ReportInSerializer(serializers.Serializer):
     closed = True
-    name = serializers.CharField(max_length=MAX_NAME)
+    name = serializers.RegexField(
+        NAME_PATTERN, max_length=MAX_NAME, help_text="1-200 characters, no control characters."
+    )
     filters = FiltersField(required=False)
     group_by = serializers.ChoiceField(choices=list(GROUP_BY), required=False, allow_null=True)
     interval = serializers.ChoiceField(

@@ -6,6 +6,7 @@ generated OpenAPI document."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from ipaddress import ip_address
@@ -272,3 +273,21 @@ def test_the_form_sends_the_threshold_as_a_number():
         with pytest.raises(AlertError) as error:
             parse_alert(form.alert_data())
         assert "threshold" in error.value.errors, text
+
+
+def test_a_name_on_more_than_one_line_is_refused(api, components):
+    """Was taken: every email of the alert then failed (a line break in the subject is a header
+    injection Django refuses), recorded as "failed" on each event."""
+    for name in ("Budget\nBcc: everyone@example.com", "Budget\r", "Bud\x7fget", "Budget\t"):
+        refused(api, {**BODY, "name": name}, "name")
+    pattern = re.compile(components["AlertInRequest"]["properties"]["name"]["pattern"])
+    assert pattern.match("Spend, 2026 (€)") and not pattern.match("a\nb") and not pattern.match("a\x7f")
+
+
+def test_the_builtin_alert_names_unknown_fields_as_unknown(api, team):
+    services.ensure_builtin_alerts()
+    builtin = Alert.objects.get(team=team, builtin="unpriced")
+    body = refused(api, {"treshold": 3, "metric": "cost"}, "metric", "patch", f"{URL}/{builtin.pk}")
+    assert body["errors"] == {"metric": ["The built-in alert's own setting."]}
+    body = refused(api, {"treshold": 3}, "treshold", "patch", f"{URL}/{builtin.pk}")
+    assert body["errors"] == {"treshold": ["Unknown field."]}

@@ -5,6 +5,7 @@ the server does: checked against the generated OpenAPI document."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -207,3 +208,12 @@ def test_a_download_answers_the_accept_header_for_its_own_type(api, schema):
         assert r.status_code == 406 and r["Content-Type"] == "application/problem+json", accept
         assert services.MIME[fmt] in r.json()["detail"]
     assert "406" in schema["paths"]["/api/v1/reports/{report_id}/runs/{run_id}/{fmt}"]["get"]["responses"]
+
+
+def test_a_name_on_more_than_one_line_is_refused(api, components):
+    """Was taken: every run with recipients then failed at the email (a line break in the subject is
+    a header injection Django refuses), retried and left failed."""
+    for name in ("Weekly\nBcc: everyone@example.com", "Weekly\r", "Week\x00ly", "Weekly\t"):
+        refused(api, {**BODY, "name": name}, "name")
+    pattern = re.compile(components["ReportInRequest"]["properties"]["name"]["pattern"])
+    assert pattern.match("Spend, 2026 (€)") and not pattern.match("a\nb") and not pattern.match("a\x7f")
