@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiExample, extend_schema
-from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -22,8 +21,9 @@ from config.problems import Problem, json_object, problem_responses, validation_
 from traces.api import json_response
 
 from . import selectors, services
-from .definition import SCOPE_KEYS, AlertError, parse_alert
+from .definition import BUILTIN_FIXED, AlertError, parse_alert
 from .models import Alert
+from .serializers import AlertInSerializer, AlertListSerializer, AlertOutSerializer, EventListSerializer
 
 TAG = "Alerts"
 AlertPermission = scoped(Scope.ALERTS_READ, Scope.ALERTS_WRITE)
@@ -39,77 +39,6 @@ EXAMPLE = OpenApiExample(
     },
     request_only=True,
 )
-
-
-class WindowSerializer(serializers.Serializer):
-    type = serializers.ChoiceField(choices=["rolling", "calendar"])
-    minutes = serializers.IntegerField(required=False, min_value=1, max_value=44640, help_text="rolling only")
-    period = serializers.ChoiceField(choices=["day", "week", "month"], required=False, help_text="calendar only (UTC)")
-
-
-class WebhookSerializer(serializers.Serializer):
-    url = serializers.URLField()
-
-
-class NotifySerializer(serializers.Serializer):
-    emails = serializers.ListField(child=serializers.EmailField(), required=False, max_length=50)
-    webhooks = WebhookSerializer(many=True, required=False)
-
-
-class AlertInSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    metric = serializers.ChoiceField(choices=["cost", "tokens"], help_text="cost: USD of priced traces")
-    threshold = serializers.FloatField(min_value=0, help_text="Fires when the window's value reaches it (> 0).")
-    window = WindowSerializer()
-    scope = serializers.DictField(
-        child=serializers.CharField(), required=False, help_text=f"Any of {', '.join(SCOPE_KEYS)} (model may end in *)."
-    )
-    notify = NotifySerializer(required=False)
-    enabled = serializers.BooleanField(required=False, default=True)
-
-
-class AlertOutSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    metric = serializers.ChoiceField(choices=["cost", "tokens", "unpriced"])
-    threshold = serializers.FloatField()
-    window = WindowSerializer()
-    scope = serializers.DictField(child=serializers.CharField())
-    notify = NotifySerializer()
-    signing_secret = serializers.CharField(
-        help_text="Signs webhook notifications (X-Tracerelay-Signature, as the webhook destination). "
-        "In full only in the response that creates the alert; masked after."
-    )
-    enabled = serializers.BooleanField()
-    builtin = serializers.CharField(allow_null=True, help_text="`unpriced` for the built-in alert.")
-    state = serializers.ChoiceField(choices=["ok", "firing"])
-    last_value = serializers.FloatField(allow_null=True)
-    last_evaluated_at = serializers.DateTimeField(allow_null=True)
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-
-
-class AlertListSerializer(serializers.Serializer):
-    data = AlertOutSerializer(many=True)  # type: ignore[assignment]
-
-
-class EventWindowSerializer(serializers.Serializer):
-    start = serializers.DateTimeField()
-    end = serializers.DateTimeField()
-
-
-class EventSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    type = serializers.ChoiceField(choices=["fired", "resolved"])
-    at = serializers.DateTimeField()
-    value = serializers.FloatField()
-    threshold = serializers.FloatField()
-    window = EventWindowSerializer()
-    notifications = serializers.DictField(help_text="What the email and each webhook answered.")
-
-
-class EventListSerializer(serializers.Serializer):
-    data = EventSerializer(many=True)  # type: ignore[assignment]
 
 
 def _alert(request: Request, alert_id: int) -> Alert:
@@ -183,9 +112,9 @@ class AlertDetail(APIView):
     def patch(self, request: Request, alert_id: int) -> HttpResponse:
         alert = _alert(request, alert_id)
         data = json_object(request)
-        if alert.builtin and set(data) - {"enabled", "notify", "threshold"}:
-            fields = sorted(set(data) - {"enabled", "notify", "threshold"})
-            raise validation_problem({f: ["The built-in alert's own setting."] for f in fields}, title="Invalid alert")
+        fixed = sorted(set(data) & BUILTIN_FIXED) if alert.builtin else []
+        if fixed:  # (unknown fields are parse_alert's: "Unknown field.")
+            raise validation_problem({f: ["The built-in alert's own setting."] for f in fixed}, title="Invalid alert")
         try:
             spec = parse_alert(data, base=services.spec_of(alert))
             services.alert_update(alert=alert, spec=spec, actor=principal_of(request).actor)

@@ -6,21 +6,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
+from config.fields import has_control_characters
 from integrations.urlguard import UnsafeDestination, check_url
 
 from .models import Metric, Period, WindowType
 
 SCOPE_KEYS = ("user_id", "model", "tag", "environment", "service_name")
+FIELDS = frozenset({"name", "metric", "threshold", "window", "scope", "notify", "enabled"})
+BUILTIN_FIXED = FIELDS - {"enabled", "notify", "threshold"}  # what the built-in alert keeps as it is
 MAX_WINDOW_MINUTES = 31 * 24 * 60
 MAX_EMAILS = 50
 MAX_WEBHOOKS = 10
 MAX_TEXT = 200
+MAX_URL = 2000
+# Thresholds are kept to 10 decimal places (the model's DecimalField): a smaller one would be stored
+# as 0 and fire on nothing at all.
+THRESHOLD_PLACES = Decimal("1e-10")
+MIN_THRESHOLD = THRESHOLD_PLACES
+MAX_THRESHOLD = Decimal("1e13")
 
 
 class AlertError(ValueError):
@@ -53,7 +62,7 @@ def parse_alert(data: Mapping[str, Any], *, base: AlertSpec | None = None) -> Al
     """Check all of an alert (``base`` None) or the fields ``data`` gives over ``base``."""
     errors: dict[str, list[str]] = {}
     values: dict[str, Any] = {} if base is None else dict(base.__dict__)
-    for key in sorted(set(data) - {"name", "metric", "threshold", "window", "scope", "notify", "enabled"}):
+    for key in sorted(set(data) - FIELDS):
         errors[key] = ["Unknown field."]
     if base is None:
         for key in ("name", "metric", "threshold", "window"):
@@ -61,8 +70,8 @@ def parse_alert(data: Mapping[str, Any], *, base: AlertSpec | None = None) -> Al
                 errors[key] = ["This field is required."]
     if "name" in data:
         name = data["name"]
-        if not isinstance(name, str) or not name.strip() or len(name.strip()) > MAX_TEXT or "\x00" in name:
-            errors["name"] = ["A name, 1-200 characters."]
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_TEXT or has_control_characters(name):
+            errors["name"] = ["A name, 1-200 characters, on one line (no control characters)."]
         else:
             values["name"] = name.strip()
     if "metric" in data:
@@ -71,12 +80,9 @@ def parse_alert(data: Mapping[str, Any], *, base: AlertSpec | None = None) -> Al
         else:
             values["metric"] = data["metric"]
     if "threshold" in data:
-        try:
-            threshold = Decimal(str(data["threshold"])) if not isinstance(data["threshold"], bool) else None
-        except InvalidOperation:
-            threshold = None
-        if threshold is None or not threshold.is_finite() or threshold <= 0 or threshold >= Decimal("1e13"):
-            errors["threshold"] = ["A positive number below 10^13."]
+        threshold = _threshold(data["threshold"])
+        if threshold is None:
+            errors["threshold"] = ["A number from 0.0000000001 to below 10^13 (a JSON number, not a string)."]
         else:
             values["threshold"] = threshold
     if "window" in data:
@@ -93,6 +99,17 @@ def parse_alert(data: Mapping[str, Any], *, base: AlertSpec | None = None) -> Al
     if errors:
         raise AlertError(errors)
     return AlertSpec(**values)
+
+
+def _threshold(value: Any) -> Decimal | None:
+    """A JSON number (int or float; the dashboard form passes a Decimal) within the range, rounded to
+    the 10 places the threshold is kept to; None otherwise (strings, booleans, NaN, infinities)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        return None
+    number = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
+    if not number.is_finite() or not MIN_THRESHOLD <= number < MAX_THRESHOLD:
+        return None
+    return number.quantize(THRESHOLD_PLACES)
 
 
 def _window(window: Any, values: dict[str, Any], errors: dict[str, list[str]]) -> None:
@@ -145,8 +162,10 @@ def _notify(notify: Any, values: dict[str, Any], errors: dict[str, list[str]]) -
     if not isinstance(notify, dict) or set(notify) - {"emails", "webhooks"}:
         errors["notify"] = ['{"emails": [...], "webhooks": [{"url": ...}]}.']
         return
-    emails = notify.get("emails") or []
-    if not isinstance(emails, list) or len(emails) > MAX_EMAILS:
+    emails = notify.get("emails")
+    if emails is None:
+        values["emails"] = ()
+    elif not isinstance(emails, list) or len(emails) > MAX_EMAILS:
         errors["notify.emails"] = [f"A list of at most {MAX_EMAILS} addresses."]
     else:
         for i, address in enumerate(emails):
@@ -154,16 +173,22 @@ def _notify(notify: Any, values: dict[str, Any], errors: dict[str, list[str]]) -
                 validate_email(address if isinstance(address, str) else "")
             except ValidationError:
                 errors[f"notify.emails[{i}]"] = [f"Not an email address: {address!r}."]
-        values["emails"] = tuple(dict.fromkeys(a.strip() for a in emails if isinstance(a, str)))
-    hooks = notify.get("webhooks") or []
+        values["emails"] = tuple(dict.fromkeys(a for a in emails if isinstance(a, str)))
+    hooks = notify.get("webhooks")
+    if hooks is None:
+        values["webhooks"] = ()
+        return
     if not isinstance(hooks, list) or len(hooks) > MAX_WEBHOOKS:
         errors["notify.webhooks"] = [f'A list of at most {MAX_WEBHOOKS} objects like {{"url": ...}}.']
         return
     urls = []
     for i, hook in enumerate(hooks):
         url = hook.get("url") if isinstance(hook, dict) and set(hook) == {"url"} else None
-        if not isinstance(url, str) or len(url) > 2000:
+        if not isinstance(url, str) or len(url) > MAX_URL:
             errors[f"notify.webhooks[{i}]"] = ['An object like {"url": "https://…"}.']
+            continue
+        if any(c.isspace() or not c.isprintable() for c in url):
+            errors[f"notify.webhooks[{i}].url"] = ["A URL has no spaces or control characters (percent-encode them)."]
             continue
         try:
             check_url(url)

@@ -3,6 +3,7 @@ decides what is valid (as for the API)."""
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django import forms
@@ -61,7 +62,7 @@ class AlertForm(forms.Form):
     def alert_data(self) -> dict[str, Any]:
         d = self.cleaned_data
         data: dict[str, Any] = {
-            "threshold": d.get("threshold"),
+            "threshold": _number(d.get("threshold") or ""),
             "notify": {
                 "emails": [a.strip() for a in (d.get("emails") or "").replace("\n", ",").split(",") if a.strip()],
                 "webhooks": [{"url": u.strip()} for u in (d.get("webhooks") or "").splitlines() if u.strip()],
@@ -101,6 +102,15 @@ class AlertForm(forms.Form):
                 target = "webhooks"
             for message in messages:
                 self.add_error(target if target in self.fields else None, message)
+
+
+def _number(text: str) -> Decimal | str:
+    """The typed threshold as a number (the API takes JSON numbers only); text that is not one goes
+    to parse_alert as it is, which refuses it with the message shown beside the field."""
+    try:
+        return Decimal(text.strip())
+    except InvalidOperation:
+        return text
 
 
 def initial_for(spec: AlertSpec) -> dict[str, Any]:

@@ -1,7 +1,11 @@
 """Telling people: one email to the alert's addresses, and a POST to each webhook, signed as the
 webhook destination signs (``X-Tracerelay-Signature: t=…,v1=HMAC-SHA256(secret, "<t>.<body>")``,
 docs/destinations/webhook.md). Each is tried up to three times; what each answered is kept on
-the event. Nothing here raises: a notification that fails must not stop the evaluation."""
+the event. Nothing here raises: a notification that fails must not stop the evaluation.
+
+Webhook URLs pass the outbound URL guard when the alert is saved (alerts.definition), again before
+each send, and where the connection is made (`delivery.client.http_client`'s guarded transport);
+a refusal is recorded on the event and not retried."""
 
 from __future__ import annotations
 
@@ -87,6 +91,8 @@ def _post(url: str, body: bytes, secret: str) -> dict[str, Any]:
             headers[SIGNATURE_HEADER] = sign(secret, body)
         try:
             response = http_client().post(url, content=body, headers=headers, timeout=TIMEOUT_S)
+        except UnsafeDestination as exc:  # the connection's own check (the name now resolves elsewhere): final
+            return {"url": url, "ok": False, "error": str(exc)}
         except Exception as exc:  # refused, timed out, …
             error = f"{exc.__class__.__name__}: {exc}"
         else:

@@ -67,7 +67,15 @@ def make_plan(
         interval = default_interval(since, until)
     if interval not in INTERVALS:
         raise PlanError("interval", "Use minute, hour or day.")
-    starts = _interval_starts(since, until, interval, tz)
+    try:
+        starts = _interval_starts(since, until, interval, tz)
+        for second in (starts[0], starts[-1]):
+            datetime.fromtimestamp(second, UTC).astimezone(tz)  # every interval is dated in years 1-9999
+    except (OverflowError, ValueError):
+        raise PlanError(
+            "since" if since.year == 1 else "until",
+            "The range, widened to whole intervals, must lie within the years 1 to 9999.",
+        )
     if len(starts) - 1 > MAX_POINTS:
         raise PlanError(
             "interval",

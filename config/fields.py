@@ -3,9 +3,19 @@ is not `"5"` (DRF's own fields convert both). Used by every API that takes a JSO
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rest_framework import serializers
+
+# Names shown in email subjects, file names and page titles: no control characters (a line break in
+# a subject is a header injection Django refuses, so every email of such a report or alert failed).
+NAME_PATTERN = r"^[^\x00-\x1f\x7f]*$"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def has_control_characters(text: str) -> bool:
+    return _CONTROL.search(text) is not None
 
 
 class StrictBooleanField(serializers.BooleanField):

@@ -13,7 +13,21 @@ from .problems import _PROBLEM_DESCRIPTIONS, PROBLEM_CONTENT_TYPE, ProblemSerial
 
 class ProblemAutoSchema(AutoSchema):
     """drf-spectacular's AutoSchema, declaring the problem+json responses each operation can give
-    (401/403 for key-protected operations, 400/413/415 for bodies, 404 for paths with ids)."""
+    (401/403 for key-protected operations, 400/413/415 for bodies, 404 for paths with ids).
+
+    Two more truths it states: a request serializer with ``closed = True`` refuses unknown fields
+    (``additionalProperties: false``), and every PATCH needs a body (`config.problems.json_object`
+    answers a missing one with `empty-body`, even where every field is optional)."""
+
+    def _map_basic_serializer(self, serializer: Any, direction: Any) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_basic_serializer(serializer, direction)
+        if direction == "request" and getattr(serializer, "closed", False):
+            schema["additionalProperties"] = False
+        return schema
+
+    def _get_request_for_media_type(self, serializer: Any, direction: Any = "request") -> tuple[Any, bool]:
+        schema, required = super()._get_request_for_media_type(serializer, direction)
+        return schema, required or (self.method == "PATCH" and schema is not None)
 
     def _get_response_bodies(self, direction: Any = "response") -> dict[str, Any]:
         responses = super()._get_response_bodies(direction)

@@ -255,6 +255,7 @@ _PROBLEM_DESCRIPTIONS = {
     "403": "The key's environment does not allow this (development and ci keys are limited).",
     "404": "No such resource for this team.",
     "405": "Method not allowed.",
+    "406": "The Accept header admits none of the media types this operation answers with.",
     "409": "Conflict with the current state.",
     "412": "If-Match does not match the current version.",
     "413": "The body is over a size or count limit (named in `detail`).",

@@ -13,9 +13,14 @@ GET    /api/v1/reports/{id}/runs/{run_id}/{csv|pdf}     download
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -191,23 +196,44 @@ class ReportRunDetail(APIView):
         return json_response(_run_body(request, _run(report, run_id), report))
 
 
+class FileNegotiation(BaseContentNegotiation):
+    """A download is not JSON: DRF's negotiation (JSON renderers only) would refuse `Accept: text/csv`
+    and serve a CSV to `Accept: application/json`. Errors still render as problem+json; the view
+    checks the Accept header against the file's own type."""
+
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser | None:
+        return next(iter(parsers), None)
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
+
+
 class ReportRunFile(APIView):
     permission_classes = [ReportPermission]
+    content_negotiation_class = FileNegotiation
 
     @extend_schema(
         tags=[TAG],
         operation_id="reports_runs_download",
         summary="Download a run's CSV or PDF",
-        description="409 while the run has not succeeded; 404 for a format the report did not ask for.",
+        description="409 while the run has not succeeded; 404 for a format the report did not ask for; 406 "
+        "when the Accept header admits neither the file's type (`text/csv`, `application/pdf`) nor `*/*`.",
         responses={
             (200, "text/csv"): OpenApiResponse(OpenApiTypes.BINARY),
             (200, "application/pdf"): OpenApiResponse(OpenApiTypes.BINARY),
-            **problem_responses(401, 403, 404, 409),
+            **problem_responses(401, 403, 404, 406, 409),
         },
     )
     def get(self, request: Request, report_id: int, run_id: int, fmt: str) -> HttpResponse:
         report = _report(request, report_id)
-        return file_response(report, _run(report, run_id, with_files=True), fmt)
+        run = _run(report, run_id, with_files=True)
+        mime = services.MIME[fmt]
+        if request.headers.get("Accept", "").strip() and not request._request.accepts(mime):
+            raise Problem(406, "not-acceptable", f"This download is {mime}: send Accept: {mime} (or */*, or none).")
+        return file_response(report, run, fmt)
 
 
 def file_response(report: Report, run: ReportRun, fmt: str) -> HttpResponse:

@@ -20,10 +20,12 @@ from celery.schedules import ParseException, crontab
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.utils import timezone
+from django_celery_beat.models import CrontabSchedule
 
 from analytics.plan import INTERVALS
 from analytics.selectors import AnalyticsError, AnalyticsQuery, parse_query, plan_for
 from analytics.slices import GROUP_BY
+from config.fields import has_control_characters
 from traces.filters import FILTER_PARAMS, FilterError
 from traces.normalize import parse_datetime
 
@@ -37,6 +39,10 @@ MAX_TIME_RANGE = timedelta(days=400)
 DEFAULT_TIME_RANGE = "7d"
 MAX_RECIPIENTS = 50
 MAX_NAME = 200
+MAX_SCHEDULE = 100
+CRONTAB_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
+CRONTAB_FIELD = re.compile(r"^[0-9A-Za-z*/,-]+$")  # ASCII only: int() would read other scripts' digits
+LEAVE_OUT = "Use null (or leave it out), not an empty string."
 GROUP_LIMIT = 20  # groups in a report's table and breakdown (largest cost first)
 
 
@@ -90,22 +96,20 @@ def crontab_fields(schedule: str) -> dict[str, str]:
     parts = schedule.split()
     if len(parts) != 5:
         raise ValueError("Five fields: minute hour day-of-month month day-of-week, e.g. '0 8 * * 1'.")
-    minute, hour, day_of_month, month_of_year, day_of_week = parts
+    fields = dict(zip(CRONTAB_FIELDS, parts, strict=True))
+    for name, value in fields.items():
+        words = name.replace("_", " ")
+        if not CRONTAB_FIELD.match(value):
+            raise ValueError(f"The {words} field may hold digits, names, *, /, - and commas only.")
+        if len(value) > CrontabSchedule._meta.get_field(name).max_length:  # type: ignore[operator]
+            raise ValueError(f"The {words} field is too long.")
     try:
-        parsed = crontab(
-            minute=minute, hour=hour, day_of_month=day_of_month, month_of_year=month_of_year, day_of_week=day_of_week
-        )
+        parsed = crontab(**fields)
     except ParseException as exc:
         raise ValueError(str(exc))
     if not parsed.month_of_year <= set(range(1, 13)) or not parsed.day_of_month <= set(range(1, 32)):
         raise ValueError("Months are 1-12 and days of the month 1-31.")
-    return {
-        "minute": minute,
-        "hour": hour,
-        "day_of_month": day_of_month,
-        "month_of_year": month_of_year,
-        "day_of_week": day_of_week,
-    }
+    return fields
 
 
 def parse_definition(data: Mapping[str, Any], *, base: Definition | None = None) -> Definition:
@@ -173,16 +177,14 @@ def _check_period(d: Definition, errors: dict[str, list[str]]) -> None:
     except FilterError as exc:
         errors[f"filters.{exc.param}"] = [exc.message]
     except AnalyticsError as exc:
-        errors[exc.param if exc.param in ("interval", "group_by") else "time_range"] = [exc.message]
+        fields = ("interval", "group_by") + (("since", "until") if d.since is not None else ())
+        errors[exc.param if exc.param in fields else "time_range"] = [exc.message]
 
 
 def _name(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError("A name, 1-200 characters.")
-    value = value.strip()
-    if len(value) > MAX_NAME or "\x00" in value:
-        raise ValueError("A name, 1-200 characters.")
-    return value
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME or has_control_characters(value):
+        raise ValueError("A name, 1-200 characters, on one line (no control characters).")
+    return value.strip()
 
 
 def _filters(value: Any) -> dict[str, str]:
@@ -215,16 +217,18 @@ def _filters(value: Any) -> dict[str, str]:
 
 
 def _choice(value: Any, allowed: tuple[str, ...], name: str) -> str:
-    if value is None or value == "":
+    if value is None:
         return ""
     if value not in allowed:
-        raise ValueError(f"Use one of {', '.join(allowed)} (or leave it out).")
+        raise ValueError(f"Use one of {', '.join(allowed)} (or null, or leave it out).")
     return str(value)
 
 
 def _time_range(value: Any) -> str:
-    if value is None or value == "":
+    if value is None:
         return ""
+    if value == "":
+        raise ValueError(LEAVE_OUT)
     if not isinstance(value, str) or not TIME_RANGE.match(value):
         raise ValueError("A number and a unit: h, d or w, e.g. 24h, 7d, 4w.")
     if time_range_delta(value) > MAX_TIME_RANGE:
@@ -233,8 +237,10 @@ def _time_range(value: Any) -> str:
 
 
 def _datetime(value: Any) -> datetime | None:
-    if value is None or value == "":
+    if value is None:
         return None
+    if value == "":
+        raise ValueError(LEAVE_OUT)
     parsed = parse_datetime(value) if isinstance(value, str) else None
     if parsed is None:
         raise ValueError("An ISO 8601 date-time with a time zone, e.g. 2026-11-01T00:00:00Z.")
@@ -254,21 +260,20 @@ def _recipients(value: Any) -> tuple[str, ...]:
         raise ValueError("A list of email addresses.")
     if len(value) > MAX_RECIPIENTS:
         raise ValueError(f"At most {MAX_RECIPIENTS} recipients.")
-    out = []
     for address in value:
-        address = address.strip()
         try:
             validate_email(address)
         except ValidationError:
             raise ValueError(f"Not an email address: {address!r}.")
-        out.append(address)
-    return tuple(dict.fromkeys(out))
+    return tuple(dict.fromkeys(value))
 
 
 def _schedule(value: Any) -> str:
-    if value is None or value == "":
+    if value is None:
         return ""
-    if not isinstance(value, str) or len(value) > 100:
+    if value == "":
+        raise ValueError(LEAVE_OUT)
+    if not isinstance(value, str) or len(value) > MAX_SCHEDULE:
         raise ValueError("A crontab string (UTC), e.g. '0 8 * * 1', or null.")
     try:
         crontab_fields(value)

@@ -1,25 +1,53 @@
-"""Reports API shapes, for the OpenAPI document (reports.definition does the checking)."""
+"""Reports API shapes, for the OpenAPI document (reports.definition does the checking). The
+request shape is closed (``closed = True``: unknown fields are refused, as `parse_definition`
+refuses them)."""
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from analytics.plan import INTERVALS
 from analytics.slices import GROUP_BY
+from config.fields import NAME_PATTERN
 
-from .definition import FILTER_KEYS
+from .definition import FILTER_KEYS, MAX_NAME, MAX_RECIPIENTS, MAX_SCHEDULE
 from .models import Format, RunStatus
 
-CRONTAB_HELP = "Five-field crontab in UTC (minute hour day-of-month month day-of-week), e.g. `0 8 * * 1`; null: none."
+CRONTAB_HELP = (
+    "Five-field crontab in UTC (minute hour day-of-month month day-of-week), e.g. `0 8 * * 1`: digits, "
+    "names (`mon`, `jan`), `*`, `/`, `-` and commas; null: run by hand only."
+)
+FILTER_VALUE_SCHEMA = {
+    "anyOf": [
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "array", "items": {"type": "string"}, "description": "Joined with commas (a list filter)."},
+    ]
+}
+FILTERS_SCHEMA = {
+    "type": "object",
+    "nullable": True,
+    "description": "Trace feed filter parameters, checked as the feed checks them: "
+    f"{', '.join(FILTER_KEYS)}, and `metadata.<key>`; other names are refused. Values are strings as in "
+    "the feed's query string (numbers and booleans are taken as their text). null: none.",
+    "properties": {key: FILTER_VALUE_SCHEMA for key in FILTER_KEYS},
+    "additionalProperties": FILTER_VALUE_SCHEMA,
+}
+
+
+@extend_schema_field(FILTERS_SCHEMA)
+class FiltersField(serializers.JSONField):
+    pass
 
 
 class ReportInSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    filters = serializers.DictField(
-        child=serializers.CharField(),
-        required=False,
-        help_text=f"Trace feed filter parameters: {', '.join(FILTER_KEYS)}, `metadata.<key>`.",
+    closed = True
+    name = serializers.RegexField(
+        NAME_PATTERN, max_length=MAX_NAME, help_text="1-200 characters, no control characters."
     )
+    filters = FiltersField(required=False)
     group_by = serializers.ChoiceField(choices=list(GROUP_BY), required=False, allow_null=True)
     interval = serializers.ChoiceField(
         choices=list(INTERVALS), required=False, allow_null=True, help_text="Default: chosen from the period."
@@ -34,8 +62,14 @@ class ReportInSerializer(serializers.Serializer):
     since = serializers.DateTimeField(required=False, allow_null=True, help_text="A fixed period's start (with until).")
     until = serializers.DateTimeField(required=False, allow_null=True)
     formats = serializers.ListField(child=serializers.ChoiceField(choices=Format.values), min_length=1, required=False)
-    recipients = serializers.ListField(child=serializers.EmailField(), max_length=50, required=False)
-    schedule = serializers.CharField(required=False, allow_null=True, help_text=CRONTAB_HELP)
+    recipients = serializers.ListField(
+        child=serializers.EmailField(),
+        max_length=MAX_RECIPIENTS,
+        required=False,
+        allow_null=True,
+        help_text="null: none.",
+    )
+    schedule = serializers.CharField(max_length=MAX_SCHEDULE, required=False, allow_null=True, help_text=CRONTAB_HELP)
 
 
 class ReportOutSerializer(serializers.Serializer):

@@ -187,8 +187,10 @@ def parse_trace_filter(
     for name in lists:
         if name.startswith("metadata."):
             key = name[len("metadata.") :]
-            if not key or len(key) > MAX_TEXT:
-                raise FilterError(name, f"Name a metadata key of 1-{MAX_TEXT} characters: metadata.<key>=<value>.")
+            if not key or len(key) > MAX_TEXT or "\x00" in key:
+                raise FilterError(
+                    name, f"Name a metadata key of 1-{MAX_TEXT} characters, no NUL: metadata.<key>=<value>."
+                )
             metadata.append((key, _text(lists, name, strip=False)))
     values["metadata"] = tuple(metadata)
 
