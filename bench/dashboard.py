@@ -8,7 +8,7 @@ Makes its own Postgres database `tracerelay_bench_dashboard` (DATABASE_URL's ser
 migrates it and loads N traces of one team over the last 7 days with COPY (10 models, 94% success,
 0-3 of 25 tags, metadata, 2,000 users, sessions of ~8 calls, one or two of 4 destinations, routing
 decisions, prompts and replies), with the trace and delivery tables' secondary indexes dropped for
-the load and built again after it, then ANALYZE. Each routed destination gets its delivery row
+the load and built again after it, then VACUUM ANALYZE. Each routed destination gets its delivery row
 (the outbox: 96% delivered, 1.5% dead, 1% failed, 1.5% still pending, the last 10 minutes pending
 and not yet resolved to an integration), and the team has one integration per destination. The
 rollups (`/analytics`) are made by the production path: `analytics.rollups.build_deltas` per batch,
@@ -27,6 +27,10 @@ side only: Postgres works in its own process). The pages:
 - sessions, users: `/sessions`, `/users` (the last 24 hours)
 - analytics: `/analytics` (the last 24 hours: figures, series and three breakdowns)
 - integrations: `/integrations` (the last 24 h of deliveries by status) and one integration's page
+
+With --explain, each page's slowest queries are run again under EXPLAIN (ANALYZE, BUFFERS): the
+execution time Postgres reports and the pages it touched, figures less sensitive to the machine's
+load than the wall time.
 """
 
 from __future__ import annotations
@@ -216,6 +220,37 @@ def measure(team_id: int, runs: int, only: list[str]) -> None:
         print(f"{name:<26}{statistics.median(times):>9.1f}{p95:>9.1f}{times[-1]:>9.1f}{statistics.median(cpu):>9.1f}")
 
 
+def explain(team_id: int, only: list[str], top: int = 2) -> None:
+    """Per page: its queries' count, and the ``top`` slowest under EXPLAIN (ANALYZE, BUFFERS):
+    Postgres's own execution time and the 8 kB pages it touched (less load-sensitive than wall time)."""
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    from accounts.models import Membership
+
+    client = Client()
+    client.force_login(Membership.objects.select_related("user").get(team_id=team_id).user)
+    print(f"\n{'page':<26}{'queries':>8}  slowest SQL: EXPLAIN ANALYZE execution ms (buffers hit+read)")
+    for name, url_of in pages(team_id, 3).items():
+        if only and not any(o in name for o in only):
+            continue
+        client.get(url_of(0))
+        with CaptureQueriesContext(connection) as captured:
+            client.get(url_of(1))
+        slowest = sorted(captured.captured_queries, key=lambda q: -float(q["time"]))[:top]
+        figures = []
+        with connection.cursor() as cursor:
+            for query in slowest:
+                if not query["sql"].lstrip().upper().startswith("SELECT"):
+                    continue
+                cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {query['sql']}")
+                plan = cursor.fetchone()[0][0]
+                pages_touched = plan["Plan"].get("Shared Hit Blocks", 0) + plan["Plan"].get("Shared Read Blocks", 0)
+                figures.append(f"{plan['Execution Time']:.1f} ({pages_touched:,})")
+        print(f"{name:<26}{len(captured.captured_queries):>8}  {', '.join(figures)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", type=int, default=1_000_000)
@@ -223,6 +258,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--reuse", action="store_true", help="Measure what a previous run loaded.")
     parser.add_argument("--only", action="append", default=[], help="Measure the pages whose name has this.")
+    parser.add_argument("--explain", action="store_true", help="Also EXPLAIN ANALYZE each page's slowest SQL.")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     if not args.reuse:
@@ -255,6 +291,8 @@ def main() -> None:
         print(f"indexes rebuilt and analyzed in {rebuild_indexes(indexes):.0f} s")
         print(f"the whole load took {time.perf_counter() - started:.0f} s", flush=True)
     measure(team.pk, args.runs, args.only)
+    if args.explain:
+        explain(team.pk, args.only)
 
 
 if __name__ == "__main__":

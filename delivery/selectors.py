@@ -102,7 +102,7 @@ def integration_delivery_counts(
     rows = (
         Delivery.objects.filter(match, team_id=team_id, created_at__gte=since)
         .values("integration_id", "destination", "status")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("*"))  # not COUNT(id): the index `delivery_team_created` has all it reads
     )
     for row in rows:
         resolved: int | None = row["integration_id"]
