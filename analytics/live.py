@@ -37,13 +37,14 @@ def queue_depth(team_id: int) -> dict[str, Any]:
     """Deliveries waiting per destination (new, retrying after a failure, dead-lettered), and the
     broker's queue lengths (Redis only; null on the embedded filesystem broker)."""
     waiting = [DeliveryStatus.PENDING, DeliveryStatus.SENDING]
+    # Counting status (never null), not id: the partial index `delivery_team_waiting` holds all this reads.
     rows = (
         Delivery.objects.filter(team_id=team_id, status__in=[*waiting, DeliveryStatus.DEAD])
         .values("destination")
         .annotate(
-            pending=Count("id", filter=Q(status__in=waiting, attempts=0) | Q(status=DeliveryStatus.SENDING)),
-            retrying=Count("id", filter=Q(status=DeliveryStatus.PENDING, attempts__gt=0)),
-            dead=Count("id", filter=Q(status=DeliveryStatus.DEAD)),
+            pending=Count("status", filter=Q(status__in=waiting, attempts=0) | Q(status=DeliveryStatus.SENDING)),
+            retrying=Count("status", filter=Q(status=DeliveryStatus.PENDING, attempts__gt=0)),
+            dead=Count("status", filter=Q(status=DeliveryStatus.DEAD)),
         )
         .order_by("destination")
     )

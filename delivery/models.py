@@ -78,6 +78,23 @@ class Delivery(models.Model):
                 fields=["fallback_of"], condition=models.Q(fallback_of__isnull=False), name="delivery_fallback_of"
             ),
             models.Index(fields=["team", "destination", "-id"], name="delivery_team_destination"),
+            # An integration's last 24 h by status (`selectors.recent_delivery_counts`: the integrations
+            # page and API), read from the index alone. `created_at` never changes; `status` is here so
+            # that the table is not read.
+            models.Index(
+                fields=["team", "created_at"],
+                include=["integration", "destination", "status"],
+                name="delivery_team_created",
+            ),
+            # The queues now (`analytics.live.queue_depth`) and an integration's dead letters counted
+            # (`selectors.dead_letters`): rows waiting or dead, read from the index alone; delivered
+            # and failed rows (nearly all) stay out of it.
+            models.Index(
+                fields=["team", "destination", "status", "attempts"],
+                include=["integration"],
+                condition=models.Q(status__in=["pending", "sending", "dead"]),
+                name="delivery_team_waiting",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Count, F, Q, QuerySet
+from django.utils import timezone
 
 from .models import Delivery, DeliveryStatus
 
@@ -101,7 +102,7 @@ def integration_delivery_counts(
     rows = (
         Delivery.objects.filter(match, team_id=team_id, created_at__gte=since)
         .values("integration_id", "destination", "status")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("*"))  # not COUNT(id): the index `delivery_team_created` has all it reads
     )
     for row in rows:
         resolved: int | None = row["integration_id"]
@@ -109,6 +110,18 @@ def integration_delivery_counts(
         if owner is not None:
             counts[owner][COUNTED[row["status"]]] += row["n"]
     return counts
+
+
+# The window of an integration's recent counts (the integrations pages and the integrations API).
+RECENT_WINDOW = timedelta(hours=24)
+
+
+def recent_delivery_counts(
+    team_id: int, integrations: Iterable[tuple[int, str]], *, now: datetime | None = None
+) -> dict[int, dict[str, int]]:
+    """`integration_delivery_counts` of the deliveries created in the ``RECENT_WINDOW`` up to
+    ``now`` (default: now), the start included."""
+    return integration_delivery_counts(team_id, integrations, since=(now or timezone.now()) - RECENT_WINDOW)
 
 
 def dead_letters(team_id: int, integration_id: int, name: str, *, limit: int) -> tuple[list[Delivery], int]:

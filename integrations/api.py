@@ -7,6 +7,10 @@ PATCH  /api/v1/integrations/{id}            change; a secret left out keeps its 
 DELETE /api/v1/integrations/{id}            delete
 POST   /api/v1/integrations/{id}/test       real connection check → {ok, message, status_code, latency_ms}
 POST   /api/v1/integrations/test            the same for an unsaved {platform, config}
+
+Every integration carries `deliveries_24h`, its deliveries by status over the last 24 hours, from
+the selector the `/integrations` page uses (`delivery.selectors.recent_delivery_counts`; one grouped
+query for a whole list). This module sits with the doors in the import layers for that read.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from rest_framework.views import APIView
 from accounts.models import Scope
 from accounts.permissions import principal_of, scoped
 from config.problems import Problem, json_object, problem_responses, validation_problem
+from delivery.selectors import recent_delivery_counts
 
 from . import selectors, services
 from .exporters.base import CheckResult
@@ -34,6 +39,16 @@ IntegrationPermission = scoped(Scope.INTEGRATIONS_READ, Scope.INTEGRATIONS_WRITE
 
 
 # --- serializers ---------------------------------------------------------------------------------
+
+
+class DeliveryCountsSerializer(serializers.Serializer):
+    """Deliveries to the integration created in the 24 hours before the request, by status. A delivery
+    counts when it resolved to this integration, or was routed by its name and not tried yet."""
+
+    delivered = serializers.IntegerField(min_value=0)
+    failed = serializers.IntegerField(min_value=0, help_text="Gave up here; a fallback destination carried on.")
+    dead = serializers.IntegerField(min_value=0, help_text="Dead letters: replayable.")
+    pending = serializers.IntegerField(min_value=0, help_text="Waiting to be sent or being sent.")
 
 
 class IntegrationOutSerializer(serializers.Serializer):
@@ -49,6 +64,7 @@ class IntegrationOutSerializer(serializers.Serializer):
     enabled = serializers.BooleanField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+    deliveries_24h = DeliveryCountsSerializer()
 
 
 class IntegrationListSerializer(serializers.Serializer):
@@ -72,7 +88,13 @@ class ConfigCheckSerializer(serializers.Serializer):
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def integration_json(integration: Integration) -> dict[str, Any]:
+def integrations_json(team_id: int, integrations: list[Integration]) -> list[dict[str, Any]]:
+    """The integrations as the API shows them, with their 24 h counts (one grouped query for any number of them)."""
+    counts = recent_delivery_counts(team_id, [(i.pk, i.name) for i in integrations])
+    return [integration_json(i, counts[i.pk]) for i in integrations]
+
+
+def integration_json(integration: Integration, deliveries_24h: dict[str, int]) -> dict[str, Any]:
     return {
         "id": integration.pk,
         "name": integration.name,
@@ -86,6 +108,7 @@ def integration_json(integration: Integration) -> dict[str, Any]:
         "enabled": integration.enabled,
         "created_at": integration.created_at.isoformat(),
         "updated_at": integration.updated_at.isoformat(),
+        "deliveries_24h": deliveries_24h,
     }
 
 
@@ -139,8 +162,8 @@ class IntegrationListCreate(APIView):
         responses={200: IntegrationListSerializer, **problem_responses(401, 403)},
     )
     def get(self, request: Request) -> Response:
-        rows = selectors.integrations_for_team(principal_of(request).team_id)
-        return Response({"data": [integration_json(i) for i in rows]})
+        team_id = principal_of(request).team_id
+        return Response({"data": integrations_json(team_id, list(selectors.integrations_for_team(team_id)))})
 
     @extend_schema(
         tags=[TAG],
@@ -163,7 +186,7 @@ class IntegrationListCreate(APIView):
             )
         except (services.NameTaken, services.InvalidIntegration) as exc:
             raise _problem_for(exc)
-        return Response(integration_json(integration), status=201)
+        return Response(integrations_json(principal.team_id, [integration])[0], status=201)
 
 
 class IntegrationDetail(APIView):
@@ -176,7 +199,7 @@ class IntegrationDetail(APIView):
         responses={200: IntegrationOutSerializer, **problem_responses(401, 403, 404)},
     )
     def get(self, request: Request, integration_id: int) -> Response:
-        return Response(integration_json(_get(request, integration_id)))
+        return Response(integrations_json(principal_of(request).team_id, [_get(request, integration_id)])[0])
 
     @extend_schema(
         tags=[TAG],
@@ -198,7 +221,7 @@ class IntegrationDetail(APIView):
             services.integration_update(integration=integration, changes=changes, actor=principal.actor)
         except (services.NameTaken, services.InvalidIntegration) as exc:
             raise _problem_for(exc)
-        return Response(integration_json(integration))
+        return Response(integrations_json(principal.team_id, [integration])[0])
 
     @extend_schema(
         tags=[TAG],

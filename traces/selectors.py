@@ -115,7 +115,8 @@ def trace_groups(*, team_id: int, field: str, trace_filter: TraceFilter, limit: 
 
     The first step reads in growing pages on the (timestamp, id) cursor, not through a server-side
     cursor: outside a transaction Django declares that WITH HOLD, and Postgres then computes all
-    GROUP_SCAN rows before the first is read (it was most of /sessions' time).
+    GROUP_SCAN rows before the first is read (it was most of /sessions' time). A page brings the ids
+    alone; the cursor is its last row, read on its own (OFFSET) only when another page follows.
     """
     if field not in GROUP_FIELDS:
         raise ValueError(field)
@@ -128,26 +129,30 @@ def trace_groups(*, team_id: int, field: str, trace_filter: TraceFilter, limit: 
         if after is not None:
             when, ident = after
             page = page.filter(timestamp__lte=when).filter(Q(timestamp__lt=when) | Q(id__lt=ident))
-        rows = list(page.values_list(field, "timestamp", "id")[:size])
-        for value, _, _ in rows:
+        # The values alone: turning 20,000 timestamps into datetimes was most of /users' CPU time.
+        # The page's last row, the next page's cursor, is read by itself when another page is needed.
+        values = list(page.values_list(field, flat=True)[:size])
+        for value in values:
             ids.setdefault(value)
             if len(ids) >= limit:
                 break
-        if len(ids) >= limit or len(rows) < size:
+        if len(ids) >= limit or len(values) < size:
             break
-        after = (rows[-1][1], rows[-1][2])
+        after = page.values_list("timestamp", "id")[size - 1]
     if not ids:
         return []
     llm = ~Q(provider=SPAN_PROVIDER)  # the SDK's manual blocks are listed, never counted as calls
+    # Counting a column of the index (timestamp, never null), not id: users' totals then come from the
+    # covering index `trace_user_totals` alone.
     return list(
         matching.filter(**{f"{field}__in": list(ids)})
         .values(field)
         .annotate(
-            calls=Count("id", filter=llm),
+            calls=Count("timestamp", filter=llm),
             tokens=Sum("total_tokens"),
             cost=Sum("cost"),
-            unpriced=Count("id", filter=Q(unpriced=True) & llm),
-            errors=Count("id", filter=~Q(status=Status.SUCCESS) & llm),
+            unpriced=Count("timestamp", filter=Q(unpriced=True) & llm),
+            errors=Count("timestamp", filter=~Q(status=Status.SUCCESS) & llm),
             first_seen=Min("timestamp"),
             last_seen=Max("timestamp"),
         )

@@ -5,18 +5,16 @@ and its dead letters with replay (`delivery.services`, which writes the audit re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
-from delivery.selectors import dead_letters, integration_delivery, integration_delivery_counts
+from delivery.selectors import dead_letters, integration_delivery, recent_delivery_counts
 from delivery.services import NotReplayable, deliveries_replay_dead, delivery_replay
 
 from .. import selectors, services
@@ -25,7 +23,6 @@ from ..models import Integration, Platform
 from .forms import field_label, pairs_text, platform_fields
 
 MANAGE = Permission.MANAGE_INTEGRATIONS
-WINDOW = timedelta(hours=24)
 DEAD_SHOWN = 50
 
 
@@ -67,9 +64,7 @@ def settings_rows(integration: Integration) -> list[tuple[str, str]]:
 @team_view()
 def integration_list(request: DashboardRequest) -> HttpResponse:
     integrations = list(selectors.integrations_for_team(request.team.pk))
-    counts = integration_delivery_counts(
-        request.team.pk, [(i.pk, i.name) for i in integrations], since=timezone.now() - WINDOW
-    )
+    counts = recent_delivery_counts(request.team.pk, [(i.pk, i.name) for i in integrations])
     rows = [{"integration": i, "counts": counts[i.pk]} for i in integrations]
     return render(
         request,
@@ -79,9 +74,7 @@ def integration_list(request: DashboardRequest) -> HttpResponse:
 
 
 def _detail(request: DashboardRequest, integration: Integration, status: int = 200, **extra: Any) -> HttpResponse:
-    counts = integration_delivery_counts(
-        request.team.pk, [(integration.pk, integration.name)], since=timezone.now() - WINDOW
-    )[integration.pk]
+    counts = recent_delivery_counts(request.team.pk, [(integration.pk, integration.name)])[integration.pk]
     dead, dead_total = dead_letters(request.team.pk, integration.pk, integration.name, limit=DEAD_SHOWN)
     context = {
         "integration": integration,
