@@ -1,9 +1,9 @@
 """Policies applied to trace records: the one call ingest makes before storage and delivery makes
 before each export (`docs/privacy.md`, "Where policies apply").
 
-The records are `traces.records.TraceRecord`s, handled by field name (a copy with the changed fields, as `dataclasses.replace` makes)
-(privacy sits below traces in the layering, so it does not import it). A record the policy leaves
-alone is returned as it was: no copy.
+The records are `traces.records.TraceRecord`s, handled by field name (privacy sits below traces in
+the layering, so it does not import it): a changed record is a copy with the changed fields, as
+`dataclasses.replace` makes; a record the policy leaves alone is returned as it was, no copy.
 """
 
 from __future__ import annotations

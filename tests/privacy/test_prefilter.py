@@ -91,4 +91,3 @@ def test_a_lower_case_hex_id_is_skipped_and_a_full_scan_agrees(text, monkeypatch
 def test_text_that_is_not_one_lower_case_hex_id_is_scanned(text, kind):
     assert not HEX_ID.fullmatch(text)
     assert [f.kind for f in scan(text)] == [kind]
-
