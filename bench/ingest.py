@@ -3,9 +3,9 @@ OTLP/HTTP protobuf exports of 1,000 GenAI spans (`otlp 1000`; its traces/s are s
 
     .venv/bin/python bench/ingest.py                 # starts its own server on Postgres + Redis
     .venv/bin/python bench/ingest.py --url http://127.0.0.1:8000 --key tr_prod_...
-    .venv/bin/python bench/ingest.py --compare-pii off,redact --rounds 5 --seconds 4   # ~5 min
+    .venv/bin/python bench/ingest.py --compare-pii off,redact     # ~4 min on a quiet 2-core machine
 
-``--compare-pii`` / ``--compare-rollups`` alternate settings on one server and report CPU seconds
+``--compare-pii`` / ``--compare-rollups`` run the settings side by side (a server each) and report CPU seconds
 of the server processes per 1,000 traces beside throughput (`bench/ingest_compare.py`).
 
 Without --url it makes a fresh database `tracerelay_bench` on the local Postgres (DATABASE_URL's
@@ -359,7 +359,7 @@ def main() -> None:
     compare.add_argument(
         "--compare-rollups", action="store_true", help="Alternate a team with the analytics rollups and one without."
     )
-    compare.add_argument("--rounds", type=int, default=8, help="Rounds of every scenario (the variants side by side).")
+    compare.add_argument("--rounds", type=int, default=6, help="Rounds of every scenario (the variants side by side).")
     args = parser.parse_args()
 
     if args.compare_pii or args.compare_rollups:
