@@ -3,6 +3,10 @@ OTLP/HTTP protobuf exports of 1,000 GenAI spans (`otlp 1000`; its traces/s are s
 
     .venv/bin/python bench/ingest.py                 # starts its own server on Postgres + Redis
     .venv/bin/python bench/ingest.py --url http://127.0.0.1:8000 --key tr_prod_...
+    .venv/bin/python bench/ingest.py --compare-pii off,redact     # ~4 min on a quiet 2-core machine
+
+``--compare-pii`` / ``--compare-rollups`` run the settings side by side (a server each) and report CPU seconds
+of the server processes per 1,000 traces beside throughput (`bench/ingest_compare.py`).
 
 Without --url it makes a fresh database `tracerelay_bench` on the local Postgres (DATABASE_URL's
 server, default postgres@127.0.0.1:5432), migrates it, creates a team with a routing rule (so
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -45,6 +50,8 @@ class Result:
     errors: int
     seconds: float
     latencies_ms: list[float]
+    accepted: int = 0  # traces accepted from the first request to the last answer (windows' edges included)
+    elapsed: float = 0.0  # seconds from the first request to the last answer
 
     @property
     def rate(self) -> float:
@@ -82,8 +89,8 @@ def trace(i: int) -> dict[str, Any]:
 
 
 class OtlpBodies:
-    """OTLP protobuf requests of ``size`` GenAI spans, the same content as `trace(i)`, new ids each
-    time: a span sent again is deduplicated (not stored again), which would flatter the figure."""
+    """OTLP protobuf requests of ``size`` GenAI spans, the same content as `trace(i)`, new random ids
+    each time: a span sent again is deduplicated (not stored again), which would flatter the figure."""
 
     def __init__(self, size: int) -> None:
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -129,14 +136,13 @@ class OtlpBodies:
             resource_spans=[ResourceSpans(resource={"attributes": resource}, scope_spans=[ScopeSpans(spans=spans)])]
         )
         self.spans = self.request.resource_spans[0].scope_spans[0].spans
-        self.sent = 0
 
     def next(self) -> bytes:
-        self.sent += 1
-        prefix = os.getpid().to_bytes(4, "big") + self.sent.to_bytes(8, "big")
-        for i, span in enumerate(self.spans):
-            span.trace_id = prefix + i.to_bytes(4, "big")
-            span.span_id = (i + 1).to_bytes(8, "big")
+        # Random ids, as OpenTelemetry SDKs make them: hex with letters, so a PII policy's scan of
+        # the ``otel.*`` metadata costs what it costs in production (sequential ids are all digits).
+        for span in self.spans:
+            span.trace_id = random.randbytes(16)
+            span.span_id = random.randbytes(8)
         return self.request.SerializeToString()
 
 
@@ -154,7 +160,7 @@ async def run(
         path = "/api/v1/traces/batch"
         bodies = [orjson.dumps({"traces": [trace(i * batch + j) for j in range(batch)]}) for i in range(8)]
     latencies: list[float] = []
-    counts = {"traces": 0, "requests": 0, "errors": 0}
+    counts = {"traces": 0, "requests": 0, "errors": 0, "accepted": 0}
     connector = aiohttp.TCPConnector(limit=concurrency, force_close=False)
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(url, connector=connector, timeout=timeout, headers=headers) as session:
@@ -177,6 +183,8 @@ async def run(
                     if otlp_bodies is not None and ok and resp.content_length:
                         ok = False  # a partial_success: some spans were refused
                 t1 = time.perf_counter()
+                if ok:
+                    counts["accepted"] += batch
                 if t0 >= measure_from and t1 <= stop_at:
                     counts["requests"] += 1
                     latencies.append((t1 - t0) * 1000)
@@ -186,6 +194,7 @@ async def run(
                         counts["errors"] += 1
 
         await asyncio.gather(*(client(n) for n in range(concurrency)))
+        elapsed = time.perf_counter() - start
     return Result(
         f"otlp {batch}" if otlp else "single POST" if batch == 1 else f"batch of {batch}",
         concurrency,
@@ -194,18 +203,28 @@ async def run(
         counts["errors"],
         seconds,
         latencies,
+        counts["accepted"],
+        elapsed,
     )
 
 
 class Server:
     """A throwaway database and a uvicorn like bin/run's, on Postgres and Redis."""
 
-    def __init__(self, port: int, workers: int, app: str = "config.asgi:application") -> None:
+    def __init__(
+        self,
+        port: int,
+        workers: int,
+        app: str = "config.asgi:application",
+        db_name: str = "tracerelay_bench",
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.app = app
         self.port = port
         self.workers = workers
+        self.db_name = db_name
         base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tracerelay")
-        self.database_url = base.rsplit("/", 1)[0] + "/tracerelay_bench"
+        self.database_url = base.rsplit("/", 1)[0] + "/" + db_name
         self.env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -214,6 +233,7 @@ class Server:
             "TRACERELAY_DATA_DIR": "/tmp/tracerelay-bench-data",
             "DATABASE_POOL_MAX": "16",
             "LOG_LEVEL": "WARNING",
+            **(env or {}),
         }
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -223,26 +243,36 @@ class Server:
         )
         return done.stdout
 
-    def prepare(self) -> str:
+    def prepare(self, teams: dict[str, str | None] | None = None) -> dict[str, str]:
+        """A fresh database with one team per name (each with the routing rules and, unless None,
+        a PII policy of that stored mode); returns each team's production API key."""
         import psycopg
 
+        teams = teams or {"bench": None}
         admin_url = self.database_url.rsplit("/", 1)[0] + "/postgres"
         with psycopg.connect(admin_url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
-            conn.execute("DROP DATABASE IF EXISTS tracerelay_bench WITH (FORCE)")
-            conn.execute("CREATE DATABASE tracerelay_bench")
+            conn.execute(f'DROP DATABASE IF EXISTS "{self.db_name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{self.db_name}"')
         self.manage("migrate", "--noinput", "-v", "0")
-        key = self.manage("apikey", "create", "--team", "bench", "--environment", "production", "--create-team")
+        keys = {}
+        for name in teams:
+            out = self.manage("apikey", "create", "--team", name, "--environment", "production", "--create-team")
+            keys[name] = out.strip().splitlines()[-1]
         self.manage(
             "shell",
             "-c",
             "from accounts.models import Team; from routing.models import RoutingRule;"
-            "t = Team.objects.get(name='bench');"
-            "RoutingRule.objects.create(team=t, name='errors', conditions={'status': 'error'}, priority=10,"
-            " destinations=[{'name': 'langfuse', 'sample_rate': 1.0, 'tags': [], 'fallback': []}]);"
-            "RoutingRule.objects.create(team=t, name='all', priority=20,"
-            " destinations=[{'name': 'webhook', 'sample_rate': 1.0, 'tags': [], 'fallback': []}])",
+            "from privacy.models import PiiPolicy\n"
+            f"for name, pii in {teams!r}.items():\n"
+            " t = Team.objects.get(name=name)\n"
+            " RoutingRule.objects.create(team=t, name='errors', conditions={'status': 'error'}, priority=10,"
+            " destinations=[{'name': 'langfuse', 'sample_rate': 1.0, 'tags': [], 'fallback': []}])\n"
+            " RoutingRule.objects.create(team=t, name='all', priority=20,"
+            " destinations=[{'name': 'webhook', 'sample_rate': 1.0, 'tags': [], 'fallback': []}])\n"
+            " if pii is not None:\n"
+            "  PiiPolicy.objects.create(team=t, stored_mode=pii, version=1)",
         )
-        return key.strip().splitlines()[-1]
+        return keys
 
     def start(self) -> str:
         self.process = subprocess.Popen(
@@ -274,6 +304,7 @@ class Server:
                 return url
             except OSError:
                 time.sleep(0.2)
+        self.stop()
         raise SystemExit("the server did not come up")
 
     def stored(self) -> tuple[int, int]:
@@ -289,7 +320,11 @@ class Server:
     def stop(self) -> None:
         if self.process is not None:
             os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(20)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:  # a master stuck restarting workers that fail to start
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
         try:
             import redis
 
@@ -314,7 +349,28 @@ def main() -> None:
         help="The bench team's stored PII mode (a quarter of the traces carry an e-mail and a phone).",
     )
     parser.add_argument("--only-otlp", action="store_true", help="Only batches of 1,000 and OTLP (to compare them).")
+    parser.add_argument("--db-name", default="tracerelay_bench", help="The bench database (dropped and made anew).")
+    compare = parser.add_argument_group("comparing settings (bench/ingest_compare.py: CPU seconds per 1,000 traces)")
+    compare.add_argument(
+        "--compare-pii",
+        metavar="MODES",
+        help="Alternate teams of these stored PII modes, e.g. off,redact (the first is the baseline).",
+    )
+    compare.add_argument(
+        "--compare-rollups", action="store_true", help="Alternate a team with the analytics rollups and one without."
+    )
+    compare.add_argument("--rounds", type=int, default=6, help="Rounds of every scenario (the variants side by side).")
     args = parser.parse_args()
+
+    if args.compare_pii or args.compare_rollups:
+        if args.url:
+            parser.error("a comparison starts its own server (it reads the server processes' CPU)")
+        from ingest_compare import compare as run_comparison
+
+        if args.quick:
+            args.seconds = 2.0
+        run_comparison(args)
+        return
 
     server = None
     if args.url:
@@ -322,15 +378,8 @@ def main() -> None:
             parser.error("--url needs --key")
         url, key = args.url.rstrip("/"), args.key
     else:
-        server = Server(args.port, args.workers, "config.asgi:application")
-        key = server.prepare()
-        if args.pii != "off":
-            server.manage(
-                "shell",
-                "-c",
-                "from privacy.models import PiiPolicy; from accounts.models import Team;"
-                f"PiiPolicy.objects.create(team=Team.objects.get(name='bench'), stored_mode='{args.pii}', version=1)",
-            )
+        server = Server(args.port, args.workers, "config.asgi:application", db_name=args.db_name)
+        key = server.prepare({"bench": None if args.pii == "off" else args.pii})["bench"]
         url = server.start()
     scenarios = [(1, [1, 16, 64], False), (100, [1, 4, 8], False), (1000, [1, 2, 4], False), (1000, [1, 2, 4], True)]
     if args.quick:

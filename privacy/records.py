@@ -1,9 +1,9 @@
 """Policies applied to trace records: the one call ingest makes before storage and delivery makes
 before each export (`docs/privacy.md`, "Where policies apply").
 
-The records are `traces.records.TraceRecord`s, handled by field name through `dataclasses.replace`
-(privacy sits below traces in the layering, so it does not import it). A record the policy leaves
-alone is returned as it was: no copy.
+The records are `traces.records.TraceRecord`s, handled by field name (privacy sits below traces in
+the layering, so it does not import it): a changed record is a copy with the changed fields, as
+`dataclasses.replace` makes; a record the policy leaves alone is returned as it was, no copy.
 """
 
 from __future__ import annotations
@@ -19,6 +19,29 @@ R = TypeVar("R")
 
 PII_MODE_KEY = "mode"
 PII_KINDS_KEY = "kinds"
+
+
+_COPIED_FIELDS: dict[type, tuple[str, ...] | None] = {}
+
+
+def _replaced(record: R, changes: dict[str, Any]) -> R:
+    """``dataclasses.replace(record, **changes)``. For a slotted dataclass without ``__post_init__``
+    (`TraceRecord`) the fields are copied onto a new instance instead of going through its frozen
+    ``__init__``: the same record in under half the time (it runs for every trace a policy changes)."""
+    cls = type(record)
+    if cls not in _COPIED_FIELDS:
+        plain = "__slots__" in vars(cls) and not hasattr(cls, "__post_init__")
+        _COPIED_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)) if plain else None  # type: ignore[arg-type]
+    names = _COPIED_FIELDS[cls]
+    if names is None:
+        return dataclasses.replace(record, **changes)  # type: ignore[type-var]
+    new = object.__new__(cls)
+    put = object.__setattr__
+    for name in names:
+        put(new, name, getattr(record, name))
+    for name, value in changes.items():
+        put(new, name, value)
+    return new
 
 
 def _as_trace(record: Any) -> dict[str, Any]:
@@ -42,7 +65,7 @@ def apply_to_record(record: R, policy: CompiledPolicy, *, destination: str | Non
     error = trace["error"]
     if isinstance(error, dict) and error.get("message") != record.error_message:  # type: ignore[attr-defined]
         changes["error_message"] = error["message"]
-    return (dataclasses.replace(record, **changes) if changes else record), result.kinds  # type: ignore[type-var]
+    return (_replaced(record, changes) if changes else record), result.kinds
 
 
 def stored_records(team_id: int, records: Sequence[R]) -> tuple[list[R], list[dict[str, Any] | None]]:

@@ -2,7 +2,7 @@
 
 from .custom import CustomPattern, PatternError, compile_patterns
 from .kinds import BUILTIN_KINDS, CREDIT_CARD, EMAIL, IBAN, IP_ADDRESS, PHONE, SECRET, US_SSN, Finding
-from .scanner import scan
+from .scanner import may_hold_pii, scan
 
 __all__ = [
     "BUILTIN_KINDS",
@@ -17,5 +17,6 @@ __all__ = [
     "Finding",
     "PatternError",
     "compile_patterns",
+    "may_hold_pii",
     "scan",
 ]

@@ -93,7 +93,7 @@ def _emails(text: str, out: list[Finding]) -> None:
 
 
 def _secrets(text: str, out: list[Finding]) -> None:
-    if any(hint in text for hint in p.SECRET_HINTS):
+    if p.SECRET_HINT.search(text) is not None:
         for match in p.SECRET.finditer(text):
             token = match.group()
             # An "sk-" key is random, so it has digits; "sk-this-is-a-long-slug-of-words" is not a key.
@@ -160,6 +160,12 @@ def builtin_findings(text: str) -> list[Finding]:
     number run): `scan` resolves that."""
     out: list[Finding] = []
     if len(text) < _SHORTEST or not may_hold_pii(text):
+        return out
+    # A lower-case hex id ("4bf92f3577b34da6a3ce929d0e0e4736", a git hash) holds no finding: no
+    # "@", ".", ":" or "-" for e-mails, addresses and tokens, no upper case for IBANs and key ids,
+    # and a digit run inside it touches a letter or spans the whole text, which has a letter, so
+    # it is never a free-standing number. OTLP traces carry two in their metadata.
+    if p.HEX_ID.fullmatch(text):
         return out
     if "@" in text:
         _emails(text, out)

@@ -190,3 +190,31 @@ def test_unchanged_fields_are_shared_not_copied(mode):
     t = {"model": "m", "input": "nothing here", "metadata": {"a": ["b", {"c": "d"}]}}
     out = apply_policy(t, policy(mode)).trace
     assert out["metadata"] is t["metadata"]
+
+
+def test_values_of_every_json_shape_and_their_subclasses_are_walked():
+    class Tag(str):
+        pass
+
+    class Attributes(dict):
+        pass
+
+    t = {
+        "model": "m",
+        "input": ("tuple", [Tag(f"to {EMAIL}"), 3, None, 1.5, True]),
+        "metadata": Attributes(user=Attributes(email=EMAIL), n=7),
+    }
+    result = apply_policy(t, policy("redact"))
+    assert result.trace["input"] == ["tuple", ["to [EMAIL]", 3, None, 1.5, True]]
+    assert result.trace["metadata"] == {"user": {"email": "[EMAIL]"}, "n": 7}
+    assert result.kinds == {"EMAIL": 2}
+    dropped = apply_policy({"model": "m", "metadata": {"a": [{"b": [0, Tag(EMAIL)]}]}}, policy("drop"))
+    assert dropped.dropped == ("metadata.a[0].b[1]",)
+    assert dropped.trace["metadata"] == {"a": [{"b": [0]}]}
+
+
+def test_custom_patterns_see_short_strings_and_strings_the_prefilter_turns_away():
+    custom = compile_patterns([{"name": "TICKET", "regex": r"\bTK\b|\bticket\b"}])
+    t = {"model": "m", "metadata": {"short": "TK", "prose": "see the ticket"}}
+    result = apply_policy(t, policy("redact", custom=custom))
+    assert result.trace["metadata"] == {"short": "[TICKET]", "prose": "see the [TICKET]"}

@@ -4,12 +4,14 @@ of the recognizer tests, and against a full scan on texts built to hold none of 
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 from privacy.detection import scan
+from privacy.detection.patterns import HEX_ID
 from privacy.detection.scanner import builtin_findings, may_hold_pii
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -58,3 +60,34 @@ def test_text_without_candidates_is_skipped_and_a_full_scan_agrees(text, monkeyp
     assert not may_hold_pii(text)
     monkeypatch.setattr("privacy.detection.scanner.may_hold_pii", lambda _text: True)
     assert builtin_findings(text) == []  # the recognizers, run anyway, find nothing either
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "4bf92f3577b34da6a3ce929d0e0e4736",  # an OpenTelemetry trace id
+        "00f067aa0ba902b7",  # a span id
+        "9fceb02d0ae598e95dc970b74767f19372d61af8",  # a git hash
+        "4111111111111111a",  # a Luhn-valid card number, but it runs into a letter
+        "e" + "1" * 200,
+    ],
+)
+def test_a_lower_case_hex_id_is_skipped_and_a_full_scan_agrees(text, monkeypatch):
+    assert may_hold_pii(text) and HEX_ID.fullmatch(text)
+    assert builtin_findings(text) == []
+    monkeypatch.setattr("privacy.detection.patterns.HEX_ID", re.compile(r"(?!)"))  # matches nothing
+    assert builtin_findings(text) == []  # the recognizers, run anyway, find nothing either
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("4111111111111111", "CREDIT_CARD"),  # all digits: not a hex id (no letter), scanned
+        ("4bf92f35 paid with 4111111111111111", "CREDIT_CARD"),  # words: not one id
+        ("4bf92f35-ada@example.com", "EMAIL"),
+        ("DE89370400440532013000", "IBAN"),  # upper case
+    ],
+)
+def test_text_that_is_not_one_lower_case_hex_id_is_scanned(text, kind):
+    assert not HEX_ID.fullmatch(text)
+    assert [f.kind for f in scan(text)] == [kind]
