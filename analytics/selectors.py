@@ -154,6 +154,11 @@ def _snapshot() -> Iterator[None]:
         if outermost and connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        if connection.vendor == "postgresql":
+            # JIT compiling costs more than these short reads (tens to hundreds of ms once a plan's
+            # estimated cost passes jit_above_cost, as large rollup tables make it).
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL jit = off")
         yield
 
 
