@@ -36,6 +36,12 @@ class IntArrayField(models.Field):  # type: ignore[type-arg]
             return orjson.loads(value)  # type: ignore[no-any-return]
         return value  # type: ignore[no-any-return]
 
+    def copy_text(self, value: list[int] | None) -> str | None:
+        """The Postgres COPY text of ``value`` (config.bulk.insert_rows)."""
+        if value is None:
+            return None
+        return "{" + ",".join(map(str, map(int, value))) + "}"
+
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
         if value is None or connection.vendor == "postgresql":
             return value

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
@@ -20,7 +21,7 @@ from django.db import connection, transaction
 from config.bulk import build_row, insert_rows
 from traces.models import SPAN_PROVIDER, Trace
 
-from . import sketch
+from . import rollup_sql, sketch
 from .models import COUNTERS, DIMENSIONS, GRAINS, HISTOGRAMS, ONE_DIMENSION, Kind, RollupDelta, RollupFields
 from .stats import Stats, cost_units
 
@@ -33,7 +34,14 @@ SliceKey = tuple[int, int, int, str, str, str, str, str, str]  # team, bucket, k
 
 def record(rows: Sequence[Trace]) -> None:
     """Append the rollup deltas of freshly stored traces. Call it inside the transaction that
-    inserts ``rows``, so the deltas commit (or roll back) with them."""
+    inserts ``rows``, so the deltas commit (or roll back) with them. On Postgres the stored rows
+    are added up in SQL (`analytics.rollup_sql`); elsewhere here (`build_deltas`)."""
+    if not rows:
+        return
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            rollup_sql.record_deltas(cursor, [row.pk for row in rows])
+        return
     deltas = build_deltas(rows)
     if deltas:
         insert_rows(deltas)
@@ -46,33 +54,40 @@ def record_stored(sender: Any, *, rows: Sequence[Trace], **_: Any) -> None:
 
 def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
     """The deltas of a batch. Ingest's hot path (bench/analytics_write.py), so column-wise: each
-    field is read once per trace into a list, traces are grouped by slice (a list of positions),
-    and each group's sums and histograms are taken with builtins (`sum`, `Counter`) over its
-    positions, not with an accumulator update per trace and per tag."""
+    field is read once per trace into a list; traces are grouped by slice and tag list (one dict
+    operation each); each group's sums and histograms are taken with builtins (`sum`, `Counter`)
+    over its positions; and the DIMS and TAG rows add those groups up, not the traces again."""
     calls = [t for t in rows if t.provider != SPAN_PROVIDER]  # the SDK's manual blocks are no LLM calls
     if not calls:
         return []
-    groups: dict[tuple[Any, ...], list[int]] = {}
+    by_slice: dict[tuple[Any, ...], list[int]] = {}
     for i, t in enumerate(calls):
-        minute = int(t.timestamp.timestamp()) // 60 * 60
-        key = (t.team_id, minute, t.model, t.provider, t.status, t.environment, t.service_name)
-        group = groups.get(key)
+        key = (t.team_id, int(t.timestamp.timestamp()) // 60 * 60, t.model, t.provider, t.status, t.environment,
+               t.service_name, tuple(t.tags) if t.tags else ())  # fmt: skip
+        group = by_slice.get(key)
         if group is None:
-            groups[key] = [i]
+            by_slice[key] = [i]
         else:
             group.append(i)
-        if t.tags:
-            for tag in set(t.tags) if len(t.tags) > 1 else t.tags:
-                key = (t.team_id, minute, tag)
-                group = groups.get(key)
-                if group is None:
-                    groups[key] = [i]
-                else:
-                    group.append(i)
     columns = _columns_of(calls)
+    slices: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for key, positions in by_slice.items():
+        part = _sums(columns, positions)  # each trace is summed once, in its (slice, tags) group
+        tags = dict.fromkeys(tag for tag in key[7] if isinstance(tag, str))  # (ingest allows strings only)
+        for target in (key[:7], *((key[0], key[1], tag) for tag in tags)):
+            into = slices.get(target)
+            if into is None:
+                slices[target] = {**part, "latency": part["latency"].copy(), "ttft": part["ttft"].copy()}
+            else:
+                for name in _ADDED:
+                    into[name] += part[name]
+                into["latency"].update(part["latency"])
+                into["ttft"].update(part["ttft"])
     out = []
-    for key, positions in groups.items():
-        values = _sums(columns, positions)
+    for key, values in slices.items():
+        values["cost_e10"] = cost_units(values.pop("cost"))
+        values["latency_keys"], values["latency_counts"] = sketch.arrays(values.pop("latency"))
+        values["ttft_keys"], values["ttft_counts"] = sketch.arrays(values.pop("ttft"))
         values["team_id"], values["bucket"] = key[0], key[1]
         if len(key) == 3:
             values["kind"], values["key"] = Kind.TAG.value, key[2]
@@ -92,7 +107,7 @@ def _columns_of(calls: list[Trace]) -> dict[str, list[Any]]:
         "prompt_tokens": [t.prompt_tokens for t in calls],
         "completion_tokens": [t.completion_tokens for t in calls],
         "total_tokens": [t.total_tokens for t in calls],
-        "cost_e10": [0 if t.cost is None else cost_units(t.cost) for t in calls],
+        "cost": [_ZERO if t.cost is None else t.cost for t in calls],  # Decimals add exactly
         "unpriced": [t.unpriced for t in calls],
         "estimated_usage": [t.usage_estimated for t in calls],
         "latency_sum": [v or 0 for v in latency],
@@ -119,21 +134,22 @@ def _sums(columns: dict[str, list[Any]], positions: list[int]) -> dict[str, Any]
     }
     for name in _SUMMED:
         values[name] = sum(pick(name))
-    values["latency_keys"], values["latency_counts"] = sketch.arrays(latency)
-    values["ttft_keys"], values["ttft_counts"] = sketch.arrays(ttft)
+    values["cost"] = sum(pick("cost"), _ZERO)
+    values["latency"], values["ttft"] = latency, ttft
     return values
 
 
+_ZERO = Decimal(0)
 _SUMMED = (
     "prompt_tokens",
     "completion_tokens",
     "total_tokens",
-    "cost_e10",
     "unpriced",
     "estimated_usage",
     "latency_sum",
     "ttft_sum",
 )
+_ADDED = ("count", "success", "errors", "rate_limited", "latency_count", "ttft_count", "cost", *_SUMMED)
 
 
 def fold(*, batch: int = FOLD_BATCH) -> int:

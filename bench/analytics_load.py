@@ -167,25 +167,7 @@ def _drop_trace_indexes() -> list[str]:
     return [definition for _, definition in found]
 
 
-# ---- rollups, built in SQL -------------------------------------------------------------------
-_GROUP = ("team_id", "bucket", "kind", "model", "provider", "status", "environment", "service_name", "key")
-_FROM_TRACES = {
-    "count": "count(*)",
-    "success": "count(*) FILTER (WHERE trace_status = 'success')",
-    "errors": "count(*) FILTER (WHERE trace_status = 'error')",
-    "rate_limited": "count(*) FILTER (WHERE trace_status = 'rate_limited')",
-    "prompt_tokens": "sum(prompt_tokens)",
-    "completion_tokens": "sum(completion_tokens)",
-    "total_tokens": "sum(total_tokens)",
-    "cost_e10": "coalesce(sum((cost * 10000000000)::bigint), 0)",
-    "unpriced": "count(*) FILTER (WHERE unpriced)",
-    "estimated_usage": "count(*) FILTER (WHERE usage_estimated)",
-    "latency_count": "count(latency_ms)",
-    "latency_sum": "coalesce(sum(latency_ms), 0)",
-    "ttft_count": "count(time_to_first_token_ms)",
-    "ttft_sum": "coalesce(sum(time_to_first_token_ms), 0)",
-}
-_KEY = "CASE WHEN {v} IS NULL THEN NULL WHEN {v} <= 0 THEN -1 ELSE ceil(ln({v}::float8) / ln(1.02::float8))::int END"
+# ---- rollups, built in SQL (with analytics.rollup_sql, which ingest's deltas use too) --------
 # kind → (model, provider, status, environment, service_name, key) of a derived row, from a DIMS row
 _DERIVED = {
     1: ("''", "''", "''", "''", "''", "''"),  # ALL
@@ -197,74 +179,33 @@ _DERIVED = {
 }
 
 
-def _insert(cursor: Any, table: str, source: str, params: list[Any], from_traces: bool) -> None:
-    """INSERT into ``table`` the rows of CTE ``k`` (``source``: its SELECT, with the _GROUP columns)
-    added up per _GROUP: from traces (k has their columns and keys ``lk``/``tk``) or from rollup rows."""
-    from analytics.models import COUNTERS
-
-    group = ", ".join(_GROUP)
-    if from_traces:
-        counters = ", ".join(_FROM_TRACES[c] for c in COUNTERS)
-        hist = "SELECT {g}, {key} AS hk, count(*)::int AS n FROM k WHERE {key} IS NOT NULL GROUP BY {g}, {key}"
-        hists = [hist.format(g=group, key=key) for key in ("lk", "tk")]
-    else:
-        counters = ", ".join(f'sum("{c}")' for c in COUNTERS)
-        hist = (
-            "SELECT {g}, u.hk, sum(u.n)::int AS n FROM k, unnest(k.{h}_keys, k.{h}_counts) AS u(hk, n) "
-            "GROUP BY {g}, u.hk"
-        )
-        hists = [hist.format(g=group, h=h) for h in ("latency", "ttft")]
-    merged = [
-        f"(SELECT {group}, array_agg(hk ORDER BY hk) AS ks, array_agg(n ORDER BY hk) AS ns "
-        f"FROM ({h}) x GROUP BY {group})"
-        for h in hists
-    ]
-    columns = ", ".join(f'"{c}"' for c in (*_GROUP, *COUNTERS))
-    cursor.execute(
-        f"INSERT INTO {table} ({columns}, latency_keys, latency_counts, ttft_keys, ttft_counts) "
-        f"WITH k AS MATERIALIZED ({source}) "
-        f"SELECT c.*, coalesce(l.ks, '{{}}'), coalesce(l.ns, '{{}}'), coalesce(t.ks, '{{}}'), coalesce(t.ns, '{{}}') "
-        f"FROM (SELECT {group}, {counters} FROM k GROUP BY {group}) c "
-        f"LEFT JOIN {merged[0]} l USING ({group}) LEFT JOIN {merged[1]} t USING ({group})",
-        params,
-    )
-
-
 def build_rollups(team_id: int, start: datetime, end: datetime, minute_floor: datetime) -> None:
     """The minute (from ``minute_floor``), hour and day rows of the team's traces in [start, end)."""
     from django.db import connection, transaction
 
     from analytics.models import COUNTERS, HISTOGRAMS
+    from analytics.rollup_sql import DIMS_SLICE, GROUP, TAG_JOIN, TAG_SLICE, insert_grouped, traces_source
 
     stored = ", ".join(f'"{c}"' for c in (*COUNTERS, *HISTOGRAMS))
-    traces = (
-        "SELECT team_id, extract(epoch FROM timestamp)::bigint / {size} * {size} AS bucket, {slice}, "
-        "t.status AS trace_status, prompt_tokens, completion_tokens, total_tokens, cost, unpriced, usage_estimated, "
-        "latency_ms, time_to_first_token_ms, {lk} AS lk, {tk} AS tk FROM traces_trace t {join} "
-        "WHERE team_id = %s AND provider <> 'span' AND timestamp >= %s AND timestamp < %s"
-    )
-    dims = "0 AS kind, model, provider, t.status, environment, service_name, ''::varchar AS key"
-    tag = "2 AS kind, '' AS model, '' AS provider, '' AS status, '' AS environment, '' AS service_name, tag.v AS key"
-    tags = "CROSS JOIN LATERAL jsonb_array_elements_text(t.tags) AS tag(v)"
-    lk, tk = _KEY.format(v="latency_ms"), _KEY.format(v="time_to_first_token_ms")
+    where = "team_id = %s AND timestamp >= %s AND timestamp < %s"
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_nestloop = off")  # (estimates of grouped CTEs are guesses)
         cursor.execute("SET LOCAL jit = off")  # (which the disabled nested loops would set off: seconds a statement)
         cursor.execute("SET LOCAL work_mem = '256MB'")
         for table, size, since in (("analytics_hourrollup", 3600, start), ("analytics_minuterollup", 60, minute_floor)):
-            for slice_, join in ((dims, ""), (tag, tags)):
-                source = traces.format(size=size, slice=slice_, join=join, lk=lk, tk=tk)
-                _insert(cursor, table, source, [team_id, since, end], True)
+            for slice_, join in ((DIMS_SLICE, ""), (TAG_SLICE, TAG_JOIN)):
+                source = traces_source(size, slice_, join, where)
+                insert_grouped(cursor, table, source, [team_id, since, end], from_traces=True, uuid_ids=False)
             for kind, exprs in _DERIVED.items():
-                columns = ", ".join(f"{e} AS {c}" for e, c in zip(exprs, _GROUP[3:], strict=True))
+                columns = ", ".join(f"{e} AS {c}" for e, c in zip(exprs, GROUP[3:], strict=True))
                 source = f"SELECT team_id, bucket, {kind} AS kind, {columns}, {stored} FROM {table} "
                 source += "WHERE team_id = %s AND kind = 0"
-                _insert(cursor, table, source, [team_id], False)
+                insert_grouped(cursor, table, source, [team_id], from_traces=False, uuid_ids=False)
         source = (
             "SELECT team_id, bucket / 86400 * 86400 AS bucket, kind, model, provider, status, environment, "
             f"service_name, key, {stored} FROM analytics_hourrollup WHERE team_id = %s"
         )
-        _insert(cursor, "analytics_dayrollup", source, [team_id], False)
+        insert_grouped(cursor, "analytics_dayrollup", source, [team_id], from_traces=False, uuid_ids=False)
 
 
 def load(team_id: int, total: int, now: datetime, seed: int) -> None:
