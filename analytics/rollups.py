@@ -11,7 +11,7 @@ Postgres; SQLite serialises writers anyway).
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any
@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from config.bulk import build_row, insert_rows
 from traces.models import SPAN_PROVIDER, Trace
 
-from . import rollup_sql, sketch
+from . import sketch
 from .models import COUNTERS, DIMENSIONS, GRAINS, HISTOGRAMS, ONE_DIMENSION, Kind, RollupDelta, RollupFields
 from .stats import Stats, cost_units
 
@@ -34,14 +34,7 @@ SliceKey = tuple[int, int, int, str, str, str, str, str, str]  # team, bucket, k
 
 def record(rows: Sequence[Trace]) -> None:
     """Append the rollup deltas of freshly stored traces. Call it inside the transaction that
-    inserts ``rows``, so the deltas commit (or roll back) with them. On Postgres the stored rows
-    are added up in SQL (`analytics.rollup_sql`); elsewhere here (`build_deltas`)."""
-    if not rows:
-        return
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            rollup_sql.record_deltas(cursor, [row.pk for row in rows])
-        return
+    inserts ``rows``, so the deltas commit (or roll back) with them."""
     deltas = build_deltas(rows)
     if deltas:
         insert_rows(deltas)
@@ -53,41 +46,58 @@ def record_stored(sender: Any, *, rows: Sequence[Trace], **_: Any) -> None:
 
 
 def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
-    """The deltas of a batch. Ingest's hot path (bench/analytics_write.py), so column-wise: each
-    field is read once per trace into a list; traces are grouped by slice and tag list (one dict
-    operation each); each group's sums and histograms are taken with builtins (`sum`, `Counter`)
-    over its positions; and the DIMS and TAG rows add those groups up, not the traces again."""
-    calls = [t for t in rows if t.provider != SPAN_PROVIDER]  # the SDK's manual blocks are no LLM calls
-    if not calls:
-        return []
-    by_slice: dict[tuple[Any, ...], list[int]] = {}
-    for i, t in enumerate(calls):
-        key = (t.team_id, int(t.timestamp.timestamp()) // 60 * 60, t.model, t.provider, t.status, t.environment,
-               t.service_name, tuple(t.tags) if t.tags else ())  # fmt: skip
-        group = by_slice.get(key)
-        if group is None:
-            by_slice[key] = [i]
-        else:
-            group.append(i)
-    columns = _columns_of(calls)
-    slices: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for key, positions in by_slice.items():
-        part = _sums(columns, positions)  # each trace is summed once, in its (slice, tags) group
-        tags = dict.fromkeys(tag for tag in key[7] if isinstance(tag, str))  # (ingest allows strings only)
-        for target in (key[:7], *((key[0], key[1], tag) for tag in tags)):
-            into = slices.get(target)
-            if into is None:
-                slices[target] = {**part, "latency": part["latency"].copy(), "ttft": part["ttft"].copy()}
-            else:
-                for name in _ADDED:
-                    into[name] += part[name]
-                into["latency"].update(part["latency"])
-                into["ttft"].update(part["ttft"])
+    """The deltas of a batch. Ingest's hot path (bench/analytics_write.py): each trace's figures are
+    worked out once and added inline into plain lists, not through `Stats.add_trace` per row; the
+    histogram key is a table lookup (`sketch.key_of`); costs are added as Decimals (exact) and
+    turned into 1e-10 USD once per row. (A column-wise version, grouping first and summing with
+    builtins, was 2x faster on few combinations and 2x slower on realistic ones, where most groups
+    hold one or two traces; adding up in SQL cost Postgres more than this costs Python.)"""
+    acc: dict[tuple[Any, ...], list[Any]] = {}
+    key_of = sketch.key_of
+    zero = _ZERO
+    for t in rows:
+        if t.provider == SPAN_PROVIDER:  # the SDK's manual blocks are no LLM calls (traces.models)
+            continue
+        minute = int(t.timestamp.timestamp()) // 60 * 60
+        status = t.status
+        latency, ttft, cost = t.latency_ms, t.time_to_first_token_ms, t.cost
+        lkey = None if latency is None else key_of(latency)
+        tkey = None if ttft is None else key_of(ttft)
+        keys: list[tuple[Any, ...]] = [(t.team_id, minute, t.model, t.provider, status, t.environment, t.service_name)]
+        if t.tags:
+            keys.extend((t.team_id, minute, tag) for tag in set(t.tags) if isinstance(tag, str))
+        for key in keys:
+            a = acc.get(key)
+            if a is None:
+                a = acc[key] = [0, 0, 0, 0, 0, 0, 0, zero, 0, 0, 0, 0, 0, 0, {}, {}]
+            a[0] += 1
+            if status == "success":
+                a[1] += 1
+            elif status == "error":
+                a[2] += 1
+            elif status == "rate_limited":
+                a[3] += 1
+            a[4] += t.prompt_tokens
+            a[5] += t.completion_tokens
+            a[6] += t.total_tokens
+            if cost is not None:
+                a[7] += cost
+            a[8] += t.unpriced
+            a[9] += t.usage_estimated
+            if lkey is not None:
+                a[10] += 1
+                a[11] += latency
+                a[14][lkey] = a[14].get(lkey, 0) + 1
+            if tkey is not None:
+                a[12] += 1
+                a[13] += ttft
+                a[15][tkey] = a[15].get(tkey, 0) + 1
     out = []
-    for key, values in slices.items():
-        values["cost_e10"] = cost_units(values.pop("cost"))
-        values["latency_keys"], values["latency_counts"] = sketch.arrays(values.pop("latency"))
-        values["ttft_keys"], values["ttft_counts"] = sketch.arrays(values.pop("ttft"))
+    for key, a in acc.items():
+        values: dict[str, Any] = dict(zip(COUNTERS, a, strict=False))
+        values["cost_e10"] = cost_units(a[7])
+        values["latency_keys"], values["latency_counts"] = sketch.arrays(a[14])
+        values["ttft_keys"], values["ttft_counts"] = sketch.arrays(a[15])
         values["team_id"], values["bucket"] = key[0], key[1]
         if len(key) == 3:
             values["kind"], values["key"] = Kind.TAG.value, key[2]
@@ -98,58 +108,7 @@ def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
     return out
 
 
-def _columns_of(calls: list[Trace]) -> dict[str, list[Any]]:
-    key_of = sketch.key_of
-    latency = [t.latency_ms for t in calls]
-    ttft = [t.time_to_first_token_ms for t in calls]
-    return {
-        "status": [t.status for t in calls],
-        "prompt_tokens": [t.prompt_tokens for t in calls],
-        "completion_tokens": [t.completion_tokens for t in calls],
-        "total_tokens": [t.total_tokens for t in calls],
-        "cost": [_ZERO if t.cost is None else t.cost for t in calls],  # Decimals add exactly
-        "unpriced": [t.unpriced for t in calls],
-        "estimated_usage": [t.usage_estimated for t in calls],
-        "latency_sum": [v or 0 for v in latency],
-        "ttft_sum": [v or 0 for v in ttft],
-        "latency_key": [None if v is None else key_of(v) for v in latency],
-        "ttft_key": [None if v is None else key_of(v) for v in ttft],
-    }
-
-
-def _sums(columns: dict[str, list[Any]], positions: list[int]) -> dict[str, Any]:
-    def pick(name: str) -> Any:
-        return map(columns[name].__getitem__, positions)
-
-    statuses = Counter(pick("status"))
-    latency, ttft = Counter(pick("latency_key")), Counter(pick("ttft_key"))
-    n = len(positions)
-    values: dict[str, Any] = {
-        "count": n,
-        "success": statuses["success"],
-        "errors": statuses["error"],
-        "rate_limited": statuses["rate_limited"],
-        "latency_count": n - latency.pop(None, 0),
-        "ttft_count": n - ttft.pop(None, 0),
-    }
-    for name in _SUMMED:
-        values[name] = sum(pick(name))
-    values["cost"] = sum(pick("cost"), _ZERO)
-    values["latency"], values["ttft"] = latency, ttft
-    return values
-
-
 _ZERO = Decimal(0)
-_SUMMED = (
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "unpriced",
-    "estimated_usage",
-    "latency_sum",
-    "ttft_sum",
-)
-_ADDED = ("count", "success", "errors", "rate_limited", "latency_count", "ttft_count", "cost", *_SUMMED)
 
 
 def fold(*, batch: int = FOLD_BATCH) -> int:

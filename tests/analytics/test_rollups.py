@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 from django.db import transaction
 from django_celery_beat.models import PeriodicTask
 
 from analytics import rollups, tasks
-from analytics.models import COUNTERS, DIMENSIONS, HISTOGRAMS, DayRollup, HourRollup, Kind, MinuteRollup, RollupDelta
+from analytics.models import DayRollup, HourRollup, Kind, MinuteRollup, RollupDelta
 from config.bulk import insert_rows
-from traces.models import SPAN_PROVIDER
 
 from ..factories import TraceFactory
-from .data import make_traces
 
 pytestmark = pytest.mark.django_db
 WHEN = datetime(2026, 11, 20, 10, 15, 30, tzinfo=UTC)
@@ -30,8 +28,7 @@ def test_deltas_roll_back_with_their_traces(team):
 
 
 def _stored(rows):
-    """As ingest: the traces and their deltas in one transaction (on Postgres, `record` adds up
-    the stored rows)."""
+    """As ingest: the traces and their deltas in one transaction."""
     with transaction.atomic():
         insert_rows(rows)
         rollups.record(rows)
@@ -74,26 +71,3 @@ def test_beat_gets_both_schedules_and_the_fold_task_folds(team, settings):
     tasks.fold()
     assert not RollupDelta.objects.exists()
     assert MinuteRollup.objects.get(kind=Kind.ALL).count == 2
-
-
-def _deltas(rows):
-    fields = ["team_id", "bucket", "kind", *DIMENSIONS, "key", *COUNTERS, *HISTOGRAMS]
-    return sorted(tuple(str(getattr(d, f)) for f in fields) for d in rows)
-
-
-def test_postgres_adds_up_the_same_deltas_as_python(team, other_team):
-    """`record` on Postgres (SQL over the stored rows) and `build_deltas` (SQLite) agree to the
-    last histogram bucket, on varied traces: two teams, minutes, statuses, tags (repeated, and
-    not strings), no latency, zero latency, latencies on bucket edges, unpriced, a manual span."""
-    rows = make_traces(team.id, n=400, start=WHEN, span=timedelta(minutes=3))
-    rows += make_traces(other_team.id, n=50, start=WHEN, span=timedelta(minutes=1), seed=4)
-    edges = [0, 1, 2, 49, 50, 51, 1000, 65535, 65536, 10**7, None]
-    for i, latency in enumerate(edges):
-        rows[i].latency_ms, rows[i].time_to_first_token_ms = latency, edges[-1 - i]
-    rows[20].tags, rows[21].tags = ["x", "x", "y"], ["x", 3, None]
-    rows[22].provider, rows[22].model = SPAN_PROVIDER, "span:block"
-    rows[23].cost, rows[23].unpriced = None, True
-    _stored(rows)
-    in_sql = list(RollupDelta.objects.all())
-    assert len(in_sql) > 40
-    assert _deltas(in_sql) == _deltas(rollups.build_deltas(rows))
