@@ -3,22 +3,21 @@ and group with its counters summed and its histograms merged, instead of every s
 
 The histograms are parallel arrays (`analytics.fields.IntArrayField`); ``unnest(keys, counts)``
 turns a row's histogram into (key, count) pairs, and ``sum ... GROUP BY interval, group, key``
-adds them, with the row's sign (a day row less some of its hours, `analytics.plan`). Which
+adds them (the keys come back unordered, aligned with their counts: `sketch.quantiles` sorts),
+with the row's sign (a day row less some of its hours, `analytics.plan`). Which
 interval a row counts in is ``width_bucket`` of its anchor second over the intervals' starts, the
 same rule as `TimePlan.index_of` (Python's ``bisect_right``). The rows read are exactly those the
-Python reader (`analytics.reading`, SQLite) reads: each `Part` is the same ORM queryset there.
+Python reader (`analytics.reading`, SQLite) reads: each `analytics.parts.Part` is one ORM queryset.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import connection
 
 from .models import COUNTERS
-
-if TYPE_CHECKING:
-    from .reading import Acc, Part
+from .parts import Acc, Part
 
 _ANCHOR_SQL = {
     "bucket": "p.bucket",
@@ -47,7 +46,7 @@ def read(acc: Acc, *, team_id: int, parts: list[Part], starts: list[int] | None,
     query.append(f"(SELECT i, g, {sums} FROM r GROUP BY i, g) c")
     for name in names:
         query.append(
-            f"LEFT JOIN (SELECT i, g, array_agg(k ORDER BY k) AS ks, array_agg(n ORDER BY k) AS ns FROM ("
+            f"LEFT JOIN (SELECT i, g, array_agg(k) AS ks, array_agg(n) AS ns FROM ("
             f"SELECT r.i, r.g, u.k, sum(r.s * u.n) AS n FROM r, unnest(r.{name}_keys, r.{name}_counts) AS u(k, n)"
             f" GROUP BY r.i, r.g, u.k) x WHERE n <> 0 GROUP BY i, g) {name} USING (i, g)"
         )

@@ -10,7 +10,6 @@ import bisect
 import dataclasses
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
@@ -21,74 +20,17 @@ from traces.models import llm_calls
 from traces.selectors import traces_for_team
 
 from . import merged, sketch
-from .models import COUNTERS, GRAINS, HISTOGRAMS, RollupDelta, RollupFields
-from .plan import Ranges, day_noon, noon_of_day
+from .models import COUNTERS, HISTOGRAMS
+from .parts import ANCHORS, Acc, parts_of
+from .plan import Ranges
 from .slices import RAW_COLUMN, Slice
 from .stats import Stats
 
-Acc = defaultdict[tuple[int, Any], Stats]
 _NC = len(COUNTERS)
 
 
 def new_acc() -> Acc:
     return defaultdict(Stats)
-
-
-def _ranges_q(ranges: Ranges, column: str) -> Q:
-    q = Q()
-    for start, end in ranges:
-        q |= Q(**{f"{column}__gte": start, f"{column}__lt": end})
-    return q
-
-
-@dataclass(frozen=True)
-class Part:
-    """One SELECT of rollup rows: a table, the rows of the slice in ``ranges`` (less ``skip``),
-    counted with ``sign`` into the interval that ``anchor`` names."""
-
-    model: type[RollupFields]
-    kind: int
-    where: dict[str, Any]
-    group: str | None
-    ranges: Ranges
-    sign: int = 1
-    anchor: str = "bucket"  # "bucket", "day_noon" (day rows), "noon_of_day" (taken-away hours)
-    skip: Ranges = dataclasses.field(default_factory=list)
-
-    def queryset(self, team_id: int, columns: list[str]) -> Any:
-        qs = self.model._default_manager.filter(team_id=team_id, kind=self.kind, **self.where)
-        qs = qs.filter(_ranges_q(self.ranges, "bucket"))
-        if self.skip:
-            qs = qs.exclude(_ranges_q(self.skip, "bucket"))
-        return qs.values_list("bucket", *([self.group] if self.group else []), *columns)
-
-
-def parts_of(
-    slice_: Slice, pieces: dict[str, Ranges], *, since: int, until: int, extra_where: dict[str, Any] | None = None
-) -> list[Part]:
-    """The folded rows of ``pieces`` and the deltas of [since, until) but the minutes raw traces answer."""
-    extra = extra_where or {}
-    where, delta_where = {**slice_.where, **extra}, {**slice_.delta_where, **extra}
-    parts = []
-    for grain, ranges in pieces.items():
-        if grain == "raw" or not ranges:
-            continue
-        model = GRAINS[grain.lstrip("-")][1]
-        if grain == "-hour":
-            parts.append(Part(model, slice_.kind, where, slice_.group, ranges, -1, "noon_of_day"))
-        else:
-            parts.append(Part(model, slice_.kind, where, slice_.group, ranges, 1, _ANCHOR.get(grain, "bucket")))
-    raw = pieces.get("raw", [])
-    parts.append(Part(RollupDelta, slice_.delta_kind, delta_where, slice_.delta_group, [(since, until)], skip=raw))
-    return parts
-
-
-_ANCHOR = {"day": "day_noon"}
-_ANCHORS: dict[str, Callable[[int], int]] = {
-    "bucket": lambda b: b,
-    "day_noon": day_noon,
-    "noon_of_day": noon_of_day,
-}
 
 
 def read_rollups(
@@ -114,7 +56,7 @@ def read_rollups(
     columns = [*COUNTERS, *_HIST_COLUMNS[hists]]
     latency, ttft = hists in ("both", "latency"), hists in ("both", "ttft")
     for part in parts:
-        at = _ANCHORS[part.anchor]
+        at = ANCHORS[part.anchor]
         sign = part.sign
         first = 2 if part.group else 1
         for row in part.queryset(team_id, columns):

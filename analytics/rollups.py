@@ -22,6 +22,7 @@ from config.bulk import build_row, insert_rows
 from traces.models import SPAN_PROVIDER, Trace
 
 from . import sketch
+from .fields import IntArrayField
 from .models import COUNTERS, DIMENSIONS, GRAINS, HISTOGRAMS, ONE_DIMENSION, Kind, RollupDelta, RollupFields
 from .stats import Stats, cost_units
 
@@ -109,6 +110,7 @@ def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
 
 
 _ZERO = Decimal(0)
+_ARRAY = IntArrayField()
 
 
 def fold(*, batch: int = FOLD_BATCH) -> int:
@@ -193,8 +195,8 @@ def _add_into(model: type[RollupFields], entries: dict[SliceKey, Stats]) -> None
     updates: list[list[Any]] = []
     new_rows = []
 
-    def prep(name: str, value: Any) -> Any:
-        return model._meta.get_field(name).get_db_prep_value(value, connection) if name in HISTOGRAMS else value
+    def prep(name: str, value: Any) -> Any:  # (a raw UPDATE: the arrays as the field stores them)
+        return _ARRAY.get_db_prep_value(value, connection) if name in HISTOGRAMS else value
 
     for slice_key, stats in entries.items():
         values = stats.stored_values()
