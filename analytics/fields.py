@@ -40,7 +40,7 @@ class IntArrayField(models.Field):  # type: ignore[type-arg]
         """The Postgres COPY text of ``value`` (config.bulk.insert_rows)."""
         if value is None:
             return None
-        return "{" + ",".join(map(str, map(int, value))) + "}"
+        return "{" + orjson.dumps(value)[1:-1].decode() + "}"  # [1,2] → {1,2}
 
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
         if value is None or connection.vendor == "postgresql":
