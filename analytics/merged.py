@@ -41,14 +41,23 @@ def read(acc: Acc, *, team_id: int, parts: list[Part], starts: list[int] | None,
         picked = ", ".join(f'p."{c}"' for c in columns)
         selects.append(f"SELECT {index} AS i, {group} AS g, {int(part.sign)} AS s, {picked} FROM ({sql}) p")
         params.extend(part_params)
-    sums = ", ".join(f'sum(s * "{c}")::bigint' for c in COUNTERS)
-    query = [f"WITH r AS MATERIALIZED ({' UNION ALL '.join(selects)})", f"SELECT c.*{_merged_columns(names)} FROM"]
-    query.append(f"(SELECT i, g, {sums} FROM r GROUP BY i, g) c")
+    sums = ", ".join(f'sum(s * "{c}")::bigint AS c{j}' for j, c in enumerate(COUNTERS))
+    picked = ", ".join(f"c.c{j}" for j in range(len(COUNTERS)))
+    query = [
+        f"WITH r AS MATERIALIZED ({' UNION ALL '.join(selects)}), "
+        f"c AS MATERIALIZED (SELECT i, g, count(*) AS rows, min(s) AS sign, {sums} FROM r GROUP BY i, g) "
+        f"SELECT c.i, c.g, {picked}{_merged_columns(names)} FROM c"
+    ]
     for name in names:
+        # An interval and group of one row (an hourly series point, say) takes its arrays as they
+        # are; only the others are unnested and added up per key.
         query.append(
-            f"LEFT JOIN (SELECT i, g, array_agg(k) AS ks, array_agg(n) AS ns FROM ("
-            f"SELECT r.i, r.g, u.k, sum(r.s * u.n) AS n FROM r, unnest(r.{name}_keys, r.{name}_counts) AS u(k, n)"
-            f" GROUP BY r.i, r.g, u.k) x WHERE n <> 0 GROUP BY i, g) {name} USING (i, g)"
+            f"LEFT JOIN (SELECT r.i, r.g, max(r.{name}_keys) AS ks, max(r.{name}_counts) AS ns FROM r "
+            "JOIN c USING (i, g) WHERE c.rows = 1 AND c.sign = 1 GROUP BY r.i, r.g UNION ALL "
+            "SELECT i, g, array_agg(k) AS ks, array_agg(n) AS ns FROM ("
+            f"SELECT r.i, r.g, u.k, sum(r.s * u.n) AS n FROM r JOIN c USING (i, g), "
+            f"unnest(r.{name}_keys, r.{name}_counts) AS u(k, n) WHERE c.rows > 1 OR c.sign < 1 "
+            f"GROUP BY r.i, r.g, u.k) x WHERE n <> 0 GROUP BY i, g) {name} USING (i, g)"
         )
     nc = len(COUNTERS)
     with connection.cursor() as cursor:
