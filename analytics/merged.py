@@ -42,22 +42,23 @@ def read(acc: Acc, *, team_id: int, parts: list[Part], starts: list[int] | None,
         selects.append(f"SELECT {index} AS i, {group} AS g, {int(part.sign)} AS s, {picked} FROM ({sql}) p")
         params.extend(part_params)
     sums = ", ".join(f'sum(s * "{c}")::bigint AS c{j}' for j, c in enumerate(COUNTERS))
+    # An interval and group of one row (an hourly series point, say) takes its arrays as they are
+    # (``one``); only the others are unnested and added up per key.
+    one = "FILTER (WHERE rows = 1 AND sign = 1)"
+    singles = "".join(f", max({n}_keys) {one} AS {n}_ks, max({n}_counts) {one} AS {n}_ns" for n in names)
     picked = ", ".join(f"c.c{j}" for j in range(len(COUNTERS)))
+    picked += "".join(f", coalesce(c.{n}_ks, {n}.ks), coalesce(c.{n}_ns, {n}.ns)" for n in names)
     query = [
-        f"WITH r AS MATERIALIZED ({' UNION ALL '.join(selects)}), "
-        f"c AS MATERIALIZED (SELECT i, g, count(*) AS rows, min(s) AS sign, {sums} FROM r GROUP BY i, g) "
-        f"SELECT c.i, c.g, {picked}{_merged_columns(names)} FROM c"
+        f"WITH r AS MATERIALIZED (SELECT u.*, count(*) OVER w AS rows, min(u.s) OVER w AS sign "
+        f"FROM ({' UNION ALL '.join(selects)}) u WINDOW w AS (PARTITION BY u.i, u.g)), "
+        f"c AS (SELECT i, g, {sums}{singles} FROM r GROUP BY i, g) "
+        f"SELECT c.i, c.g, {picked} FROM c"
     ]
     for name in names:
-        # An interval and group of one row (an hourly series point, say) takes its arrays as they
-        # are; only the others are unnested and added up per key.
         query.append(
-            f"LEFT JOIN (SELECT r.i, r.g, max(r.{name}_keys) AS ks, max(r.{name}_counts) AS ns FROM r "
-            "JOIN c USING (i, g) WHERE c.rows = 1 AND c.sign = 1 GROUP BY r.i, r.g UNION ALL "
-            "SELECT i, g, array_agg(k) AS ks, array_agg(n) AS ns FROM ("
-            f"SELECT r.i, r.g, u.k, sum(r.s * u.n) AS n FROM r JOIN c USING (i, g), "
-            f"unnest(r.{name}_keys, r.{name}_counts) AS u(k, n) WHERE c.rows > 1 OR c.sign < 1 "
-            f"GROUP BY r.i, r.g, u.k) x WHERE n <> 0 GROUP BY i, g) {name} USING (i, g)"
+            f"LEFT JOIN (SELECT i, g, array_agg(k) AS ks, array_agg(n) AS ns FROM ("
+            f"SELECT r.i, r.g, u.k, sum(r.s * u.n) AS n FROM r, unnest(r.{name}_keys, r.{name}_counts) AS u(k, n)"
+            f" WHERE r.rows > 1 OR r.sign < 1 GROUP BY r.i, r.g, u.k) x WHERE n <> 0 GROUP BY i, g) {name} USING (i, g)"
         )
     nc = len(COUNTERS)
     with connection.cursor() as cursor:
@@ -72,7 +73,3 @@ def read(acc: Acc, *, team_id: int, parts: list[Part], starts: list[int] | None,
                     get = counts.get
                     for key, n in zip(keys, ns, strict=True):
                         counts[key] = get(key, 0) + n
-
-
-def _merged_columns(names: tuple[str, ...]) -> str:
-    return "".join(f", {name}.ks, {name}.ns" for name in names)
