@@ -93,11 +93,12 @@ class Stats:
         for name, value in zip(COUNTERS, counters, strict=True):
             setattr(self, name, getattr(self, name) + sign * int(value))
 
-    def merge(self, other: Stats) -> None:
+    def merge(self, other: Stats, *, histograms: bool = True) -> None:
         for name in COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        sketch.merge_into(self.latency, other.latency)
-        sketch.merge_into(self.ttft, other.ttft)
+        if histograms:
+            sketch.merge_into(self.latency, other.latency)
+            sketch.merge_into(self.ttft, other.ttft)
 
     # ---- rows to store ------------------------------------------------------------------------
     def stored_values(self) -> dict[str, Any]:
