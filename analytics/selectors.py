@@ -165,7 +165,7 @@ def _snapshot() -> Iterator[None]:
 def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> dict[str, Any]:
     f, group_by = query.trace_filter, query.group_by
     series_acc, groups_acc, rl_acc = new_acc(), new_acc(), new_acc()
-    whole_total: Stats | None = None  # both histograms over the whole range (rollups)
+    ttft_total: dict[int, int] | None = None
     series_slice = slice_for(f, None)
     group_slice = slice_for(f, group_by) if group_by else None
     rollups = series_slice is not None and (group_by is None or group_slice is not None)
@@ -189,15 +189,14 @@ def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> di
         assert series_slice is not None
         raw = plan.pieces.get("raw", [])
         _check_raw(team_id, f, raw, "Minutes older than the minute rollups are counted from raw traces")
-        # Series points show latency percentiles only. The totals' histograms (latency and TTFT)
-        # come from the coarsest cut of the whole range: fewer rows than the series, and no
-        # merging of every point's histogram in Python.
+        # Series points show latency percentiles only: TTFT's histogram is needed for the totals
+        # alone, and the coarsest cut of the range reads fewer rows for it.
         _read(series_acc, team_id, series_slice, plan.pieces, plan, plan.starts, "latency")
         whole = planning.whole_range_pieces(plan)
-        whole_acc = new_acc()
-        _read(whole_acc, team_id, series_slice, whole, plan, None, "both")
+        ttft_acc = new_acc()
+        _read(ttft_acc, team_id, series_slice, whole, plan, None, "ttft")
         read_raw(
-            series=whole_acc,
+            series=ttft_acc,
             groups=None,
             rate_limited=None,
             team_id=team_id,
@@ -206,7 +205,7 @@ def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> di
             group_by=None,
             index_of=lambda _s: 0,
         )
-        whole_total = whole_acc[(0, "")]
+        ttft_total = ttft_acc[(0, "")].ttft
         read_raw(
             series=series_acc,
             groups=None,
@@ -225,10 +224,10 @@ def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> di
 
     series = [series_acc.get((i, ""), Stats()) for i in range(len(plan.starts) - 1)]
     totals = Stats()
-    for stats in series:  # (histograms too only without the whole range's: ~50k adds for 168 hours)
-        totals.merge(stats, histograms=whole_total is None)
-    if whole_total is not None:
-        totals.latency, totals.ttft = whole_total.latency, whole_total.ttft
+    for stats in series:
+        totals.merge(stats)
+    if ttft_total is not None:
+        totals.ttft = ttft_total
     body: dict[str, Any] = {
         "range": {
             "since": planning.iso(plan.since),

@@ -93,12 +93,11 @@ class Stats:
         for name, value in zip(COUNTERS, counters, strict=True):
             setattr(self, name, getattr(self, name) + sign * int(value))
 
-    def merge(self, other: Stats, *, histograms: bool = True) -> None:
+    def merge(self, other: Stats) -> None:
         for name in COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        if histograms:
-            sketch.merge_into(self.latency, other.latency)
-            sketch.merge_into(self.ttft, other.ttft)
+        sketch.merge_into(self.latency, other.latency)
+        sketch.merge_into(self.ttft, other.ttft)
 
     # ---- rows to store ------------------------------------------------------------------------
     def stored_values(self) -> dict[str, Any]:
