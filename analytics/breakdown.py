@@ -60,7 +60,7 @@ def _read_pieces(
     else:
         ranges = plan.pieces.get("raw", [])
         _check_raw(team_id, f, ranges, "Minutes older than the minute rollups are counted from raw traces")
-        _read(acc, team_id, slice_, plan.pieces, plan, plan.index_of, "latency")
+        _read(acc, team_id, slice_, plan.pieces, plan, plan.starts, "latency")
     read_raw(
         series=series,
         groups=grouped,

@@ -18,6 +18,8 @@ from django.db import models
 from accounts.models import Team
 from traces.models import _uuid7
 
+from .fields import IntArrayField
+
 
 class Kind(models.IntegerChoices):
     """Which slice of the traces a row counts. DIMS and TAG rows are written by ingest; the others
@@ -59,6 +61,7 @@ COUNTERS = (
     "ttft_sum",
 )
 DIMENSIONS = ("model", "provider", "status", "environment", "service_name")
+HISTOGRAMS = ("latency_keys", "latency_counts", "ttft_keys", "ttft_counts")
 
 
 class RollupFields(models.Model):
@@ -88,8 +91,11 @@ class RollupFields(models.Model):
     latency_sum = models.BigIntegerField(default=0)
     ttft_count = models.BigIntegerField(default=0)
     ttft_sum = models.BigIntegerField(default=0)
-    latency_hist = models.TextField(default="[]", help_text="analytics.sketch histogram, [key, count, ...].")
-    ttft_hist = models.TextField(default="[]")
+    # analytics.sketch histograms as parallel arrays: bucket keys ascending, and their counts.
+    latency_keys = IntArrayField()
+    latency_counts = IntArrayField()
+    ttft_keys = IntArrayField()
+    ttft_counts = IntArrayField()
 
     class Meta:
         abstract = True

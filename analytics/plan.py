@@ -1,10 +1,13 @@
 """The time side of an analytics query: the range, widened to whole intervals; the intervals
 (UTC minutes and hours, days at midnight of ``tz``); and which rollup grain answers each piece.
 
-A range is cut greedily into whole UTC days, then whole hours, then whole minutes, and each
-piece is read from that grain's table. Minute rows are kept only TRACERELAY_RETENTION_MINUTE_HOURS,
-so minutes older than that are counted from the raw traces instead (only a day boundary of a
-time zone with a half-hour offset, or an explicit minute interval, asks for them).
+A range is cut into UTC days, hours and minutes, each piece read from that grain's table. A day
+that the range covers for 13 hours or more is read as its day row *less* the hours outside the
+range (``-hour`` pieces: counts and histograms subtract exactly), so a day in Europe/Paris is 3
+rows, not 24, and a 7-day range's partial first and last days are a few rows each. Minute rows
+are kept only TRACERELAY_RETENTION_MINUTE_HOURS, so minutes older than that are counted from the
+raw traces instead (only a day boundary of a time zone with a half-hour offset, or an explicit
+minute interval, asks for them).
 """
 
 from __future__ import annotations
@@ -44,7 +47,8 @@ class TimePlan:
     tz: ZoneInfo
     starts: list[int]  # interval starts (epoch seconds), the last one is the range's end
     raw_before: int  # minute pieces before this are counted from raw traces
-    # grain → ranges to read from that grain's table; "raw" → ranges to count from traces
+    # grain → ranges to read from that grain's table; "raw" → ranges to count from traces;
+    # "-hour" → hours to take away (from the day row of their UTC day, counted in its interval)
     pieces: dict[str, Ranges] = field(default_factory=dict)
 
     @property
@@ -58,6 +62,17 @@ class TimePlan:
     def index_of(self, second: int) -> int:
         """Which interval holds ``second`` (within the range)."""
         return bisect.bisect_right(self.starts, second) - 1
+
+
+# Which second of a row's bucket says its interval (`TimePlan.index_of`): a day row counts in the
+# interval holding its noon (it is read only for an interval holding 13 of its hours, so noon
+# among them); a taken-away hour in the interval of its day's row.
+def day_noon(bucket: int) -> int:
+    return bucket + DAY // 2
+
+
+def noon_of_day(bucket: int) -> int:
+    return bucket // DAY * DAY + DAY // 2
 
 
 def make_plan(
@@ -98,14 +113,31 @@ def whole_range_pieces(plan: TimePlan) -> dict[str, Ranges]:
 
 
 def decompose(a: int, b: int, raw_before: int) -> list[tuple[str, int, int]]:
+    """[a, b) as (grain, start, end) pieces: "day", "hour", "minute", "raw", and "-hour" (taken away)."""
+    head_end = min(b, -(-a // HOUR) * HOUR)
+    tail_start = max(head_end, b // HOUR * HOUR)
+    out = _small(a, head_end, raw_before)
+    t = head_end
+    while t < tail_start:  # whole hours, a UTC day at a time
+        day = t // DAY * DAY
+        end = min(tail_start, day + DAY)
+        hours = (end - t) // HOUR
+        if hours > 12:  # the day row less its other hours: 1 + (24 - hours) rows instead of `hours`
+            out.append(("day", day, day + DAY))
+            out += [("-hour", day, t)] if day < t else []
+            out += [("-hour", end, day + DAY)] if end < day + DAY else []
+        else:
+            out.append(("hour", t, end))
+        t = end
+    return out + _small(tail_start, b, raw_before)
+
+
+def _small(a: int, b: int, raw_before: int) -> list[tuple[str, int, int]]:
+    """Less than an hour: whole minutes, from raw traces where minute rows are gone."""
     out: list[tuple[str, int, int]] = []
     t = a
     while t < b:
-        if t % DAY == 0 and t + DAY <= b:
-            grain, step = "day", DAY
-        elif t % HOUR == 0 and t + HOUR <= b:
-            grain, step = "hour", HOUR
-        elif t % MINUTE == 0:
+        if t % MINUTE == 0:
             grain, step = ("minute" if t >= raw_before else "raw"), MINUTE
         else:  # a zone offset in seconds (historical LMT): count up to the next minute from raw
             grain, step = "raw", MINUTE - t % MINUTE

@@ -12,19 +12,20 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from django.db.models import F, Q, Value
+from django.db import connection
+from django.db.models import Q
 
 from traces.filters import TraceFilter
 from traces.models import llm_calls
 from traces.selectors import traces_for_team
 
-from . import sketch
-from .models import COUNTERS, GRAINS, RollupDelta, RollupFields
+from . import merged, sketch
+from .models import COUNTERS, HISTOGRAMS
+from .parts import ANCHORS, Acc, parts_of
 from .plan import Ranges
 from .slices import RAW_COLUMN, Slice
 from .stats import Stats
 
-Acc = defaultdict[tuple[int, Any], Stats]
 _NC = len(COUNTERS)
 
 
@@ -32,90 +33,49 @@ def new_acc() -> Acc:
     return defaultdict(Stats)
 
 
-def _ranges_q(ranges: Ranges, column: str) -> Q:
-    q = Q()
-    for start, end in ranges:
-        q |= Q(**{f"{column}__gte": start, f"{column}__lt": end})
-    return q
-
-
-def _add_rows(
-    acc: Acc, rows: Any, index_of: Callable[[int], int], hists: str, skip: Callable[[int], bool] | None = None
-) -> None:
-    """Rows of (bucket, group key, *COUNTERS, then the histograms ``hists`` names)."""
-    latency = hists in ("both", "latency")
-    ttft = hists in ("both", "ttft")
-    for row in rows:
-        bucket = row[0]
-        if skip is not None and skip(bucket):
-            continue
-        stats = acc[(index_of(bucket), row[1])]
-        stats.add_counters(row[2 : 2 + _NC])
-        if latency:
-            sketch.merge_encoded(stats.latency, row[2 + _NC])
-        if ttft:
-            sketch.merge_encoded(stats.ttft, row[-1])
-
-
-def _columns(group: str | None, hists: str) -> list[Any]:
-    """``hists``: "both", "latency", "ttft" or "none" (counters only)."""
-    columns: list[Any] = ["bucket", F(group) if group else Value("")]
-    columns += COUNTERS
-    if hists in ("both", "latency"):
-        columns.append("latency_hist")
-    if hists in ("both", "ttft"):
-        columns.append("ttft_hist")
-    return columns
-
-
-def read_folded(
+def read_rollups(
     acc: Acc,
     *,
     team_id: int,
     slice_: Slice,
     pieces: dict[str, Ranges],
-    index_of: Callable[[int], int],
-    hists: str = "both",
-    extra_where: dict[str, Any] | None = None,
-) -> None:
-    for grain, (_size, model) in GRAINS.items():
-        ranges = pieces.get(grain)
-        if not ranges:
-            continue
-        qs = _rows(model, team_id, slice_.kind, {**slice_.where, **(extra_where or {})}, ranges)
-        _add_rows(acc, qs.values_list(*_columns(slice_.group, hists)), index_of, hists)
-
-
-def read_deltas(
-    acc: Acc,
-    *,
-    team_id: int,
-    slice_: Slice,
     since: int,
     until: int,
-    raw: Ranges,
-    index_of: Callable[[int], int],
+    starts: list[int] | None,
     hists: str = "both",
     extra_where: dict[str, Any] | None = None,
 ) -> None:
-    """Deltas in [since, until), except minutes that the raw traces answer."""
-    qs = _rows(RollupDelta, team_id, slice_.delta_kind, {**slice_.delta_where, **(extra_where or {})}, [(since, until)])
-    skip = _inside(raw) if raw else None
-    _add_rows(acc, qs.values_list(*_columns(slice_.delta_group, hists)), index_of, hists, skip)
+    """Add the rollups of ``pieces`` (and the deltas not folded yet) into ``acc`` under (interval
+    index, group key); ``starts`` are the intervals' starts, None for one interval (index 0).
+    ``hists``: "both", "latency", "ttft" or "none" (counters only). On Postgres the rows are added
+    up in SQL (`analytics.merged`); elsewhere here, row by row."""
+    parts = parts_of(slice_, pieces, since=since, until=until, extra_where=extra_where)
+    if connection.vendor == "postgresql":
+        merged.read(acc, team_id=team_id, parts=parts, starts=starts, hists=hists)
+        return
+    columns = [*COUNTERS, *_HIST_COLUMNS[hists]]
+    latency, ttft = hists in ("both", "latency"), hists in ("both", "ttft")
+    for part in parts:
+        at = ANCHORS[part.anchor]
+        sign = part.sign
+        first = 2 if part.group else 1
+        for row in part.queryset(team_id, columns):
+            index = 0 if starts is None else bisect.bisect_right(starts, at(row[0])) - 1
+            stats = acc[(index, row[1] if part.group else "")]
+            stats.add_counters(row[first : first + _NC], sign)
+            hist = row[first + _NC :]
+            if latency:
+                sketch.merge_arrays(stats.latency, hist[0], hist[1], sign)
+            if ttft:
+                sketch.merge_arrays(stats.ttft, hist[-2], hist[-1], sign)
 
 
-def _rows(model: type[RollupFields], team_id: int, kind: int, where: dict[str, Any], ranges: Ranges) -> Any:
-    return model._default_manager.filter(team_id=team_id, kind=kind, **where).filter(_ranges_q(ranges, "bucket"))
-
-
-def _inside(ranges: Ranges) -> Callable[[int], bool]:
-    starts = [start for start, _ in ranges]
-
-    def inside(second: int) -> bool:
-        i = bisect.bisect_right(starts, second) - 1
-        return i >= 0 and second < ranges[i][1]
-
-    return inside
+_HIST_COLUMNS = {
+    "both": HISTOGRAMS,
+    "latency": HISTOGRAMS[:2],
+    "ttft": HISTOGRAMS[2:],
+    "none": (),
+}
 
 
 _RAW_FIELDS = (

@@ -40,7 +40,9 @@ def retention_enforce(*, now: datetime | None = None, batch: int = BATCH) -> Ret
         report.traces += _delete_in_batches(
             Trace.objects.filter(team_id=team_id, timestamp__lt=trace_cutoff), batch, orm=True
         )
-        rollup_cutoff = int((now - timedelta(days=policy.effective_rollup_days)).timestamp())
+        # At a UTC midnight: a day row and its hours go together (a day row less some of its hours
+        # answers part of a day, analytics.plan).
+        rollup_cutoff = int((now - timedelta(days=policy.effective_rollup_days)).timestamp()) // 86400 * 86400
         for model in (HourRollup, DayRollup):
             report.rollups += _delete_in_batches(model.objects.filter(team_id=team_id, bucket__lt=rollup_cutoff), batch)
     minute_cutoff = int((now - timedelta(hours=settings.TRACERELAY_RETENTION_MINUTE_HOURS)).timestamp())

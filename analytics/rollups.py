@@ -11,9 +11,9 @@ Postgres; SQLite serialises writers anyway).
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
@@ -22,7 +22,8 @@ from config.bulk import build_row, insert_rows
 from traces.models import SPAN_PROVIDER, Trace
 
 from . import sketch
-from .models import COUNTERS, DIMENSIONS, GRAINS, ONE_DIMENSION, Kind, RollupDelta, RollupFields
+from .fields import IntArrayField
+from .models import COUNTERS, DIMENSIONS, GRAINS, HISTOGRAMS, ONE_DIMENSION, Kind, RollupDelta, RollupFields
 from .stats import Stats, cost_units
 
 FOLD_BATCH = 20_000
@@ -47,26 +48,29 @@ def record_stored(sender: Any, *, rows: Sequence[Trace], **_: Any) -> None:
 
 def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
     """The deltas of a batch. Ingest's hot path (bench/analytics_write.py): each trace's figures are
-    worked out once and added inline into plain lists, not through `Stats.add_trace` per row."""
+    worked out once and added inline into plain lists, not through `Stats.add_trace` per row; the
+    histogram key is a table lookup (`sketch.key_of`); costs are added as Decimals (exact) and
+    turned into 1e-10 USD once per row. (A column-wise version, grouping first and summing with
+    builtins, was 2x faster on few combinations and 2x slower on realistic ones, where most groups
+    hold one or two traces; adding up in SQL cost Postgres more than this costs Python.)"""
     acc: dict[tuple[Any, ...], list[Any]] = {}
-    log_gamma = sketch.LOG_GAMMA
-    ceil, log = math.ceil, math.log
+    key_of = sketch.key_of
+    zero = _ZERO
     for t in rows:
         if t.provider == SPAN_PROVIDER:  # the SDK's manual blocks are no LLM calls (traces.models)
             continue
         minute = int(t.timestamp.timestamp()) // 60 * 60
         status = t.status
         latency, ttft, cost = t.latency_ms, t.time_to_first_token_ms, t.cost
-        lkey = None if latency is None else (ceil(log(latency) / log_gamma) if latency > 0 else sketch.ZERO_KEY)
-        tkey = None if ttft is None else (ceil(log(ttft) / log_gamma) if ttft > 0 else sketch.ZERO_KEY)
-        cost_e10 = 0 if cost is None else cost_units(cost)
+        lkey = None if latency is None else key_of(latency)
+        tkey = None if ttft is None else key_of(ttft)
         keys: list[tuple[Any, ...]] = [(t.team_id, minute, t.model, t.provider, status, t.environment, t.service_name)]
         if t.tags:
-            keys.extend((t.team_id, minute, tag) for tag in set(t.tags))
+            keys.extend((t.team_id, minute, tag) for tag in set(t.tags) if isinstance(tag, str))
         for key in keys:
             a = acc.get(key)
             if a is None:
-                a = acc[key] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {}, {}]
+                a = acc[key] = [0, 0, 0, 0, 0, 0, 0, zero, 0, 0, 0, 0, 0, 0, {}, {}]
             a[0] += 1
             if status == "success":
                 a[1] += 1
@@ -77,7 +81,8 @@ def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
             a[4] += t.prompt_tokens
             a[5] += t.completion_tokens
             a[6] += t.total_tokens
-            a[7] += cost_e10
+            if cost is not None:
+                a[7] += cost
             a[8] += t.unpriced
             a[9] += t.usage_estimated
             if lkey is not None:
@@ -91,8 +96,9 @@ def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
     out = []
     for key, a in acc.items():
         values: dict[str, Any] = dict(zip(COUNTERS, a, strict=False))
-        values["latency_hist"] = sketch.dumps(a[14])
-        values["ttft_hist"] = sketch.dumps(a[15])
+        values["cost_e10"] = cost_units(a[7])
+        values["latency_keys"], values["latency_counts"] = sketch.arrays(a[14])
+        values["ttft_keys"], values["ttft_counts"] = sketch.arrays(a[15])
         values["team_id"], values["bucket"] = key[0], key[1]
         if len(key) == 3:
             values["kind"], values["key"] = Kind.TAG.value, key[2]
@@ -101,6 +107,10 @@ def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
             values.update(zip(DIMENSIONS, key[2:], strict=True))
         out.append(build_row(RollupDelta, values))
     return out
+
+
+_ZERO = Decimal(0)
+_ARRAY = IntArrayField()
 
 
 def fold(*, batch: int = FOLD_BATCH) -> int:
@@ -128,7 +138,7 @@ def slices_of(kind: int, dims: tuple[str, ...], key: str) -> list[tuple[int, tup
     return out
 
 
-_ROW_COLUMNS = ("team_id", "bucket", "kind", *DIMENSIONS, "key", *COUNTERS, "latency_hist", "ttft_hist")
+_ROW_COLUMNS = ("team_id", "bucket", "kind", *DIMENSIONS, "key", *COUNTERS, *HISTOGRAMS)
 _NC = len(COUNTERS)
 
 
@@ -148,7 +158,7 @@ def _fold_once(batch: int) -> int:
             dims = tuple(row[4:9])
             key = row[9]
             stats = Stats()
-            stats.add_stored(row[10 : 10 + _NC], row[10 + _NC], row[11 + _NC])
+            stats.add_stored(row[10 : 10 + _NC], row[10 + _NC :])
             slices = slices_of(kind, dims, key)
             for grain, (size, _model) in GRAINS.items():
                 start = bucket // size * size
@@ -180,21 +190,25 @@ def _add_into(model: type[RollupFields], entries: dict[SliceKey, Stats]) -> None
                 slice_key: Any = tuple(row[1:10])
                 stats = entries.get(slice_key)
                 if stats is not None:
-                    stats.add_stored(row[10 : 10 + _NC], row[10 + _NC], row[11 + _NC])
+                    stats.add_stored(row[10 : 10 + _NC], row[10 + _NC :])
                     existing[slice_key] = row[0]
     updates: list[list[Any]] = []
     new_rows = []
+
+    def prep(name: str, value: Any) -> Any:  # (a raw UPDATE: the arrays as the field stores them)
+        return _ARRAY.get_db_prep_value(value, connection) if name in HISTOGRAMS else value
+
     for slice_key, stats in entries.items():
         values = stats.stored_values()
         row_id = existing.get(slice_key)
         if row_id is not None:
-            updates.append([*values.values(), row_id])
+            updates.append([prep(name, value) for name, value in values.items()] + [row_id])
             continue
         team_id, bucket, kind, *dims, key = slice_key
         ident = {"team_id": team_id, "bucket": bucket, "kind": kind, "key": key}
         new_rows.append(build_row(model, ident | dict(zip(DIMENSIONS, dims, strict=True)) | values))
     if updates:
-        names = [*COUNTERS, "latency_hist", "ttft_hist"]
+        names = [*COUNTERS, *HISTOGRAMS]
         table = connection.ops.quote_name(model._meta.db_table)
         assignments = ", ".join(f"{connection.ops.quote_name(n)} = %s" for n in names)
         with connection.cursor() as cursor:

@@ -23,7 +23,7 @@ from traces.filters import TraceFilter, parse_trace_filter
 
 from . import plan as planning
 from .live import queue_depth, rate_limit_headers
-from .reading import Acc, new_acc, raw_queryset, read_deltas, read_folded, read_raw
+from .reading import Acc, new_acc, raw_queryset, read_raw, read_rollups
 from .slices import GROUP_BY, Slice, raw_reasons, slice_for
 from .stats import Stats
 
@@ -130,7 +130,7 @@ def _rollup_groups(
     """Totals per group over the whole range, from the coarsest rollups (raw minutes, if any, too)."""
     whole = planning.whole_range_pieces(plan)
     _check_raw(team_id, f, whole.get("raw", []), "Minutes older than the minute rollups are counted from raw traces")
-    _read(acc, team_id, group_slice, whole, plan, lambda _s: 0)
+    _read(acc, team_id, group_slice, whole, plan, None)
     _raw_groups(acc, team_id, f, whole.get("raw", []), group_by, plan)
 
 
@@ -154,6 +154,11 @@ def _snapshot() -> Iterator[None]:
         if outermost and connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        if connection.vendor == "postgresql":
+            # JIT compiling costs more than these short reads (tens to hundreds of ms once a plan's
+            # estimated cost passes jit_above_cost, as large rollup tables make it).
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL jit = off")
         yield
 
 
@@ -186,10 +191,10 @@ def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> di
         _check_raw(team_id, f, raw, "Minutes older than the minute rollups are counted from raw traces")
         # Series points show latency percentiles only: TTFT's histogram is needed for the totals
         # alone, and the coarsest cut of the range reads fewer rows for it.
-        _read(series_acc, team_id, series_slice, plan.pieces, plan, plan.index_of, "latency")
+        _read(series_acc, team_id, series_slice, plan.pieces, plan, plan.starts, "latency")
         whole = planning.whole_range_pieces(plan)
         ttft_acc = new_acc()
-        _read(ttft_acc, team_id, series_slice, whole, plan, lambda _s: 0, "ttft")
+        _read(ttft_acc, team_id, series_slice, whole, plan, None, "ttft")
         read_raw(
             series=ttft_acc,
             groups=None,
@@ -247,18 +252,19 @@ def _read(
     slice_: Slice,
     pieces: dict[str, Any],
     plan: planning.TimePlan,
-    index_of: Any,
+    starts: list[int] | None,
     hists: str = "both",
 ) -> None:
-    read_folded(acc, team_id=team_id, slice_=slice_, pieces=pieces, index_of=index_of, hists=hists)
-    read_deltas(
+    """Folded rows of ``pieces`` and deltas of the range into ``acc`` per interval of ``starts``
+    (None: all in one)."""
+    read_rollups(
         acc,
         team_id=team_id,
         slice_=slice_,
+        pieces=pieces,
         since=plan.since,
         until=plan.until,
-        raw=pieces.get("raw", []),
-        index_of=index_of,
+        starts=starts,
         hists=hists,
     )
 
@@ -284,18 +290,7 @@ def _rate_limited_rollups(acc: Acc, team_id: int, f: TraceFilter, plan: planning
         )
     if slice_ is None:
         return
-    pieces = {grain: ranges for grain, ranges in plan.pieces.items() if grain != "raw"}
-    read_folded(acc, team_id=team_id, slice_=slice_, pieces=pieces, index_of=plan.index_of, hists="none")
-    read_deltas(
-        acc,
-        team_id=team_id,
-        slice_=slice_,
-        since=plan.since,
-        until=plan.until,
-        raw=plan.pieces.get("raw", []),
-        index_of=plan.index_of,
-        hists="none",
-    )
+    _read(acc, team_id, slice_, plan.pieces, plan, plan.starts, "none")
 
 
 def _check_raw(team_id: int, f: TraceFilter, ranges: Any, why: str) -> None:

@@ -6,15 +6,15 @@ two of them is adding counts bucket by bucket, so minute rows add up to hours an
 loss and in any order. A value v > 0 goes to bucket ``ceil(log_gamma(v))``; the bucket's
 representative ``2 * gamma^k / (gamma + 1)`` is within ``(gamma - 1) / (gamma + 1)`` ≈ 0.99% of
 every value in it. Latencies of 1 ms to 24 days use at most ~1,100 buckets; a real hour of one
-model uses a few dozen, so it is stored sparse: ``[key, count, key, count, ...]`` as JSON text.
+model uses a few dozen to a few hundred, so it is stored sparse, as two parallel arrays: the keys
+present, ascending, and their counts (`analytics.fields.IntArrayField`: Postgres arrays, which SQL
+adds up with ``unnest ... GROUP BY key``; JSON text on SQLite).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-
-import orjson
 
 GAMMA = 1.02
 RELATIVE_ACCURACY = (GAMMA - 1) / (GAMMA + 1)
@@ -23,10 +23,19 @@ ZERO_KEY = -1  # latencies are whole milliseconds: 0 is the only value below 1, 
 QUANTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 
 
-def key_of(value: int) -> int:
+def _key(value: int) -> int:
     if value <= 0:
         return ZERO_KEY
     return math.ceil(math.log(value) / LOG_GAMMA)
+
+
+_ONE: dict[int, int] = {}
+# Latencies below 65.5 s: a list lookup, not a log (ingest's hot path); one int object per key.
+_TABLE = [_ONE.setdefault(k, k) for k in map(_key, range(1 << 16))]
+
+
+def key_of(value: int) -> int:
+    return _TABLE[value] if 0 <= value < 65536 else _key(value)
 
 
 def value_of(key: int) -> float:
@@ -53,29 +62,23 @@ def merge_into(counts: dict[int, int], other: dict[int, int]) -> None:
         counts[key] = get(key, 0) + n
 
 
-def merge_encoded(counts: dict[int, int], encoded: str | bytes | None) -> None:
-    """Add a stored histogram (``dumps``' output) into ``counts``."""
-    if not encoded:
+def merge_arrays(counts: dict[int, int], keys: list[int] | None, ns: list[int] | None, sign: int = 1) -> None:
+    """Add (``sign`` -1: take away) a stored histogram (``arrays``' output) into ``counts``."""
+    if not keys:
         return
-    flat = orjson.loads(encoded)
     get = counts.get
-    it = iter(flat)
-    for key, n in zip(it, it, strict=True):
-        counts[key] = get(key, 0) + n
+    if sign == 1:
+        for key, n in zip(keys, ns or (), strict=True):
+            counts[key] = get(key, 0) + n
+    else:
+        for key, n in zip(keys, ns or (), strict=True):
+            counts[key] = get(key, 0) - n
 
 
-def dumps(counts: dict[int, int]) -> str:
-    flat: list[int] = []
-    for key in sorted(counts):
-        flat.append(key)
-        flat.append(counts[key])
-    return orjson.dumps(flat).decode()
-
-
-def loads(encoded: str | bytes | None) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    merge_encoded(counts, encoded)
-    return counts
+def arrays(counts: dict[int, int]) -> tuple[list[int], list[int]]:
+    """The stored form: keys ascending, and their counts (empty buckets left out)."""
+    keys = sorted(k for k, n in counts.items() if n)
+    return keys, [counts[k] for k in keys]
 
 
 def quantiles(counts: dict[int, int], qs: Iterable[float]) -> list[float | None]:

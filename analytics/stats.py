@@ -82,16 +82,16 @@ class Stats:
             sketch.add(self.ttft, ttft_ms)
 
     # ---- adding stored rows and other accumulators --------------------------------------------
-    def add_stored(self, counters: tuple[Any, ...], latency_hist: str | None, ttft_hist: str | None) -> None:
-        """A rollup row: its COUNTERS in order, then its two encoded histograms."""
-        for name, value in zip(COUNTERS, counters, strict=True):
-            setattr(self, name, getattr(self, name) + int(value))
-        sketch.merge_encoded(self.latency, latency_hist)
-        sketch.merge_encoded(self.ttft, ttft_hist)
+    def add_stored(self, counters: tuple[Any, ...], histograms: tuple[Any, ...], sign: int = 1) -> None:
+        """A rollup row: its COUNTERS in order, then its HISTOGRAMS (latency keys and counts, TTFT
+        keys and counts). ``sign`` -1 takes the row away (a day row less the hours outside a range)."""
+        self.add_counters(counters, sign)
+        sketch.merge_arrays(self.latency, histograms[0], histograms[1], sign)
+        sketch.merge_arrays(self.ttft, histograms[2], histograms[3], sign)
 
-    def add_counters(self, counters: tuple[Any, ...]) -> None:
+    def add_counters(self, counters: tuple[Any, ...], sign: int = 1) -> None:
         for name, value in zip(COUNTERS, counters, strict=True):
-            setattr(self, name, getattr(self, name) + int(value))
+            setattr(self, name, getattr(self, name) + sign * int(value))
 
     def merge(self, other: Stats) -> None:
         for name in COUNTERS:
@@ -102,8 +102,8 @@ class Stats:
     # ---- rows to store ------------------------------------------------------------------------
     def stored_values(self) -> dict[str, Any]:
         values: dict[str, Any] = {name: getattr(self, name) for name in COUNTERS}
-        values["latency_hist"] = sketch.dumps(self.latency)
-        values["ttft_hist"] = sketch.dumps(self.ttft)
+        values["latency_keys"], values["latency_counts"] = sketch.arrays(self.latency)
+        values["ttft_keys"], values["ttft_counts"] = sketch.arrays(self.ttft)
         return values
 
     # ---- figures the API shows ----------------------------------------------------------------

@@ -1,58 +1,163 @@
-"""What the rollup write adds to ingest, measured in-process until it is wired into the ingest
-transaction (then bench/ingest.py before/after is the real figure).
+"""What the rollup write costs ingest, in-process and in CPU time (the machine's load moves
+wall-clock figures; it moves CPU time much less).
 
-    .venv/bin/python bench/analytics_write.py [--batch 1000] [--rounds 20]
+    .venv/bin/python bench/analytics_write.py [--batch 1000] [--rounds 30]
 
-Per round: `traces_ingest` of a batch (normalise, price, route, store traces + outbox rows in one
-transaction), then `analytics.rollups.record` of the same rows in a transaction of its own (its
-COPY plus the aggregation; the commit is counted too, which the real wiring shares with
-ingest's). Prints the median of both and the ratio. Uses the database of bench/analytics.py
-(`tracerelay_bench_analytics`), which must exist (run that first, or with --traces 1000).
+    .venv/bin/python bench/analytics_write.py --mix simple      # few combinations (11 delta rows)
+
+Each round is `traces_ingest` of a batch (normalise, price, route, store traces + outbox rows and
+the rollup deltas in one transaction), with the `traces_stored` receiver of analytics replaced by
+a timed `rollups.record`. Prints ingest's CPU per trace in this process (`time.process_time`) and
+in the Postgres backend (/proc/<pid>/stat, 10 ms ticks, summed over the rounds), `record`'s CPU
+here and its statement's EXPLAIN ANALYZE time in Postgres, and the write's share of ingest.
+The default mix is bench/analytics.py's (a few hundred delta rows per batch of 1,000).
+(Comparing rounds with and without the receiver was tried: at a load average of 6-10 the two
+medians differ by more than the write costs, either way.) Uses its own database
+(`BENCH_DB`, default `tracerelay_bench_analytics_write`), made and migrated if missing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+DB = os.environ.get("BENCH_DB", "tracerelay_bench_analytics_write")
 BASE_URL = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tracerelay").rsplit("/", 1)[0]
 os.environ.update(
     {
         "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": f"{BASE_URL}/tracerelay_bench_analytics",
+        "DATABASE_URL": f"{BASE_URL}/{DB}",
         "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/9"),
         "TRACERELAY_DATA_DIR": "/tmp/tracerelay-bench-data",
+        "LOG_LEVEL": "WARNING",
     }
 )
+
+
+def _prepare() -> None:
+    import psycopg
+
+    with psycopg.connect(f"{BASE_URL}/postgres".replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB]).fetchone():
+            conn.execute(f"CREATE DATABASE {DB}")
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True)
+
+
+def _backend_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--mix", choices=["simple", "realistic"], default="realistic")
     args = parser.parse_args()
+    _prepare()
     import django
 
     django.setup()
-    from django.db import transaction
+    from django.db import connection
 
     from accounts.models import Scope, Team
     from accounts.principals import KeyPrincipal
     from analytics import rollups
     from pipeline.services import traces_ingest
+    from traces.signals import traces_stored
 
     team, _ = Team.objects.get_or_create(name="bench-write")
     principal = KeyPrincipal(
         key_id=None, team_id=team.id, environment="production", prefix="bench", scopes=frozenset(Scope.values)
     )  # type: ignore[arg-type]
+    items = _realistic(args.batch) if args.mix == "realistic" else _simple(args.batch)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    spent = {"cpu": 0.0, "wall": 0.0}
+    last: list[Any] = []
+
+    def timed_record(sender: Any, *, rows: Any, **_: Any) -> None:
+        """`record_stored`, timed."""
+        c, t = time.process_time(), time.perf_counter()
+        rollups.record(rows)
+        spent["cpu"] += time.process_time() - c
+        spent["wall"] += time.perf_counter() - t
+        last[:] = rows
+
+    traces_stored.disconnect(dispatch_uid="analytics.rollups")
+    traces_stored.connect(timed_record, dispatch_uid="analytics.rollups")
+    rounds: list[tuple[float, float, float]] = []
+    for i in range(args.rounds + 1):
+        if i == 1:
+            spent.update(cpu=0.0, wall=0.0)
+        p0, c0, t0 = _backend_cpu_s(pid), time.process_time(), time.perf_counter()
+        traces_ingest(principal=principal, items=items, source="batch")
+        if i:
+            rounds.append((time.process_time() - c0, _backend_cpu_s(pid) - p0, time.perf_counter() - t0))
+    n = args.rounds * args.batch
+    py = sum(r[0] for r in rounds) * 1e6 / n
+    pg = sum(r[1] for r in rounds) * 1e6 / n
+    wall = statistics.median(r[2] for r in rounds) * 1000
+    record_cpu, record_wall = spent["cpu"] * 1e6 / n, spent["wall"] * 1e6 / n
+    try:
+        server = _server_us(last, args.batch) if connection.vendor == "postgresql" else 0.0
+    except ImportError:  # (a checkout from before analytics.rollup_sql: record's COPY is all in Python)
+        server = 0.0
+    c = time.process_time()
+    for _ in range(args.rounds):
+        deltas = rollups.build_deltas(last)
+    python_path = (time.process_time() - c) * 1e6 / n
+    print(f"batch of {args.batch} ({args.mix} mix: {len(deltas)} delta rows), {args.rounds} rounds, "
+          f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(f"  traces_ingest (rollup write included): {py:.1f} µs CPU per trace in Python, {pg:.1f} µs in the "
+          f"Postgres backend (10 ms clock ticks), {wall:.0f} ms wall per batch")  # fmt: skip
+    print(f"  rollups.record: {record_cpu:.2f} µs CPU per trace in Python, {server:.2f} µs in Postgres (EXPLAIN "
+          f"ANALYZE of its statement), {record_wall:.2f} µs wall")  # fmt: skip
+    write = record_cpu + server
+    print(f"  share of ingest's CPU: {write:.2f} / {py + pg:.1f} µs = {write / (py + pg):.1%}")
+    print(f"  (the Python aggregation, SQLite's path, would cost {python_path:.2f} µs CPU per trace + its COPY)")
+
+
+def _server_us(rows: list[Any], batch: int) -> float:
+    """Median EXPLAIN ANALYZE execution time of `record`'s statement for ``rows``, per trace (run in
+    a transaction that is rolled back)."""
+    from django.db import connection, transaction
+
+    from analytics import rollup_sql
+
+    statements: list[tuple[str, Any]] = []
+
+    def capture(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        statements.append((sql, params))
+        return None
+
+    with connection.execute_wrapper(capture), connection.cursor() as cursor:
+        rollup_sql.record_deltas(cursor, [row.pk for row in rows])
+    sql, params = statements[0]
+    times = []
+    for _ in range(10):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+            plan = cursor.fetchone()[0]
+            times.append((plan if isinstance(plan, list) else json.loads(plan))[0]["Execution Time"])
+            transaction.set_rollback(True)
+    return statistics.median(times) * 1000 / batch
+
+
+def _simple(batch: int) -> list[dict[str, Any]]:
+    """Few combinations: 4 models, 2 services, 2 tags a trace of 3 (11 delta rows a batch)."""
     models = ["gpt-4o-mini", "gpt-4o", "claude-3-5-haiku-latest", "gemini-2.5-flash"]
-    items = [
+    return [
         {
             "model": models[i % 4],
             "prompt_tokens": 100 + i % 50,
@@ -66,22 +171,40 @@ def main() -> None:
             "input": [{"role": "user", "content": "Summarise the order history of this customer in two lines."}],
             "output": "Two orders in March, one refund in April.",
         }
-        for i in range(args.batch)
+        for i in range(batch)
     ]
-    ingest_ms, record_ms = [], []
-    for _ in range(args.rounds + 1):
-        t = time.perf_counter()
-        results = traces_ingest(principal=principal, items=items, source="batch")
-        t1 = time.perf_counter()
-        rows = [r.trace for r in results if r.trace is not None]
-        with transaction.atomic():
-            rollups.record(rows)  # type: ignore[arg-type]
-        t2 = time.perf_counter()
-        ingest_ms.append((t1 - t) * 1000)
-        record_ms.append((t2 - t1) * 1000)
-    ingest, record = statistics.median(ingest_ms[1:]), statistics.median(record_ms[1:])
-    print(f"batch of {args.batch}: traces_ingest {ingest:.1f} ms, rollups.record {record:.2f} ms "
-          f"({record / ingest:.1%} of ingest)")  # fmt: skip
+
+
+def _realistic(batch: int) -> list[dict[str, Any]]:
+    """bench/analytics.py's mix (10 models, 3 statuses, 3 environments, 6 services, 0-3 of 25 tags)
+    over one minute: a few hundred delta rows a batch."""
+    import random
+    from datetime import UTC, datetime
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from analytics_load import generate
+
+    rows = generate(0, datetime.now(UTC).replace(second=0, microsecond=0), batch * 60, random.Random(1))[:batch]
+    items = []
+    for r in rows:
+        item = {
+            "model": r.model,
+            "provider": r.provider,
+            "status": r.status,
+            "prompt_tokens": r.prompt_tokens,
+            "completion_tokens": r.completion_tokens,
+            "latency_ms": r.latency_ms,
+            "tags": r.tags,
+            "service_name": r.service_name,
+            "environment": r.environment,
+            "metadata": {"customer": r.user_id},
+            "input": [{"role": "user", "content": "Summarise the order history of this customer in two lines."}],
+            "output": "Two orders in March, one refund in April.",
+        }
+        if r.time_to_first_token_ms is not None:
+            item["time_to_first_token_ms"] = r.time_to_first_token_ms
+        items.append(item)
+    return items
 
 
 if __name__ == "__main__":

@@ -27,10 +27,18 @@ def test_deltas_roll_back_with_their_traces(team):
     assert not RollupDelta.objects.exists()
 
 
+def _stored(rows):
+    """As ingest: the traces and their deltas in one transaction."""
+    with transaction.atomic():
+        insert_rows(rows)
+        rollups.record(rows)
+    return rows
+
+
 def test_one_batch_makes_one_delta_per_slice_and_tag(team):
     rows = TraceFactory.build_batch(4, team=team, timestamp=WHEN, tags=["a", "b"])
     rows += TraceFactory.build_batch(2, team=team, timestamp=WHEN, model="gpt-4o-mini", tags=["a", "a"])
-    rollups.record(rows)
+    _stored(rows)
     dims = RollupDelta.objects.filter(kind=Kind.DIMS).order_by("model")
     assert [(d.model, d.count, d.bucket) for d in dims] == [
         ("gpt-4o", 4, int(WHEN.timestamp()) // 60 * 60),
@@ -42,7 +50,7 @@ def test_one_batch_makes_one_delta_per_slice_and_tag(team):
 
 def test_folds_add_into_existing_rows(team):
     for _ in range(2):
-        rollups.record(TraceFactory.build_batch(3, team=team, timestamp=WHEN, prompt_tokens=10))
+        _stored(TraceFactory.build_batch(3, team=team, timestamp=WHEN, prompt_tokens=10))
         assert rollups.fold() == 1  # no tags: one DIMS delta per batch
     for model, bucket in ((MinuteRollup, 60), (HourRollup, 3600), (DayRollup, 86400)):
         row = model.objects.get(kind=Kind.ALL)
@@ -59,7 +67,7 @@ def test_beat_gets_both_schedules_and_the_fold_task_folds(team, settings):
     fold = PeriodicTask.objects.get(name=tasks.FOLD_TASK_NAME)
     assert (fold.task, fold.interval.every, fold.queue) == ("analytics.fold", 5, "ingest")
     assert PeriodicTask.objects.get(name=tasks.RETENTION_TASK_NAME).interval.every == 3600
-    rollups.record(TraceFactory.build_batch(2, team=team, timestamp=WHEN))
+    _stored(TraceFactory.build_batch(2, team=team, timestamp=WHEN))
     tasks.fold()
     assert not RollupDelta.objects.exists()
     assert MinuteRollup.objects.get(kind=Kind.ALL).count == 2

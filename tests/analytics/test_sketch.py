@@ -50,12 +50,29 @@ def test_merging_equals_counting_everything_at_once():
         counts: dict[int, int] = {}
         for v in part:
             sketch.add(counts, v)
-        sketch.merge_encoded(merged, sketch.dumps(counts))
+        sketch.merge_arrays(merged, *sketch.arrays(counts))
     assert merged == whole
-    assert sketch.loads(sketch.dumps(whole)) == whole
+    keys, ns = sketch.arrays(whole)
+    assert keys == sorted(whole) and sum(ns) == sum(whole.values())
+
+
+def test_taking_a_part_away_leaves_the_rest():
+    rng = random.Random(8)
+    part, rest = [rng.randint(0, 60_000) for _ in range(200)], [rng.randint(0, 60_000) for _ in range(300)]
+    whole: dict[int, int] = {}
+    for v in part + rest:
+        sketch.add(whole, v)
+    only_rest: dict[int, int] = {}
+    for v in rest:
+        sketch.add(only_rest, v)
+    part_counts: dict[int, int] = {}
+    for v in part:
+        sketch.add(part_counts, v)
+    sketch.merge_arrays(whole, *sketch.arrays(part_counts), sign=-1)
+    assert sketch.arrays(whole) == sketch.arrays(only_rest)  # emptied buckets are left out
+    assert sketch.quantiles(whole, [0.5]) == sketch.quantiles(only_rest, [0.5])
 
 
 def test_an_empty_histogram_has_no_quantiles():
     assert sketch.quantiles({}, [0.5, 0.99]) == [None, None]
-    assert sketch.loads("[]") == {}
-    assert sketch.loads("") == {}
+    assert sketch.arrays({}) == ([], [])

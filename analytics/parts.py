@@ -1,0 +1,77 @@
+"""Which rollup rows a read adds up: `Part`s, one SELECT each (a table, a slice, time ranges, a
+sign), shared by the Python reader (`analytics.reading`) and the SQL one (`analytics.merged`), so
+both read exactly the same rows."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q
+
+from .models import GRAINS, RollupDelta, RollupFields
+from .plan import Ranges, day_noon, noon_of_day
+from .slices import Slice
+from .stats import Stats
+
+Acc = defaultdict[tuple[int, Any], Stats]
+
+
+def ranges_q(ranges: Ranges, column: str) -> Q:
+    q = Q()
+    for start, end in ranges:
+        q |= Q(**{f"{column}__gte": start, f"{column}__lt": end})
+    return q
+
+
+@dataclass(frozen=True)
+class Part:
+    """One SELECT of rollup rows: a table, the rows of the slice in ``ranges`` (less ``skip``),
+    counted with ``sign`` into the interval that ``anchor`` names."""
+
+    model: type[RollupFields]
+    kind: int
+    where: dict[str, Any]
+    group: str | None
+    ranges: Ranges
+    sign: int = 1
+    anchor: str = "bucket"  # "bucket", "day_noon" (day rows), "noon_of_day" (taken-away hours)
+    skip: Ranges = dataclasses.field(default_factory=list)
+
+    def queryset(self, team_id: int, columns: list[str]) -> Any:
+        qs = self.model._default_manager.filter(team_id=team_id, kind=self.kind, **self.where)
+        qs = qs.filter(ranges_q(self.ranges, "bucket"))
+        if self.skip:
+            qs = qs.exclude(ranges_q(self.skip, "bucket"))
+        return qs.values_list("bucket", *([self.group] if self.group else []), *columns)
+
+
+def parts_of(
+    slice_: Slice, pieces: dict[str, Ranges], *, since: int, until: int, extra_where: dict[str, Any] | None = None
+) -> list[Part]:
+    """The folded rows of ``pieces`` and the deltas of [since, until) but the minutes raw traces answer."""
+    extra = extra_where or {}
+    where, delta_where = {**slice_.where, **extra}, {**slice_.delta_where, **extra}
+    parts = []
+    for grain, ranges in pieces.items():
+        if grain == "raw" or not ranges:
+            continue
+        model = GRAINS[grain.lstrip("-")][1]
+        if grain == "-hour":
+            parts.append(Part(model, slice_.kind, where, slice_.group, ranges, -1, "noon_of_day"))
+        else:
+            parts.append(Part(model, slice_.kind, where, slice_.group, ranges, 1, _ANCHOR.get(grain, "bucket")))
+    raw = pieces.get("raw", [])
+    parts.append(Part(RollupDelta, slice_.delta_kind, delta_where, slice_.delta_group, [(since, until)], skip=raw))
+    return parts
+
+
+_ANCHOR = {"day": "day_noon"}
+ANCHORS: dict[str, Callable[[int], int]] = {
+    "bucket": lambda b: b,
+    "day_noon": day_noon,
+    "noon_of_day": noon_of_day,
+}

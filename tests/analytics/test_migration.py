@@ -1,0 +1,51 @@
+"""0002 turns the stored JSON histograms into key and count arrays, row by row, and back."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+BEFORE = [("analytics", "0001_initial")]
+AFTER = [("analytics", "0002_histogram_arrays")]
+
+
+def _migrate(targets):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+@pytest.fixture
+def back_to_the_latest():
+    yield
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_existing_rows_keep_their_histograms(back_to_the_latest):
+    old = _migrate(BEFORE)
+    team = old.get_model("accounts", "Team").objects.create(name="Migrated")
+    hour = old.get_model("analytics", "HourRollup").objects.create(
+        team_id=team.pk, bucket=3600, kind=1, count=5, latency_hist="[-1,1,310,3,345,1]", ttft_hist="[]"
+    )
+    delta = old.get_model("analytics", "RollupDelta").objects.create(
+        team_id=team.pk, bucket=60, kind=0, count=1, latency_hist="[200,1]", ttft_hist="[150,1]"
+    )
+    old.get_model("analytics", "DayRollup").objects.create(team_id=team.pk, bucket=0, kind=1, count=0)
+
+    new = _migrate(AFTER)
+    got = new.get_model("analytics", "HourRollup").objects.get(pk=hour.pk)
+    assert (got.count, got.latency_keys, got.latency_counts) == (5, [-1, 310, 345], [1, 3, 1])
+    assert (got.ttft_keys, got.ttft_counts) == ([], [])
+    got = new.get_model("analytics", "RollupDelta").objects.get(pk=delta.pk)
+    assert (got.latency_keys, got.latency_counts, got.ttft_keys, got.ttft_counts) == ([200], [1], [150], [1])
+    day = new.get_model("analytics", "DayRollup").objects.get()
+    assert (day.latency_keys, day.ttft_keys) == ([], [])  # the old default "[]"
+
+    back = _migrate(BEFORE)
+    assert back.get_model("analytics", "HourRollup").objects.get(pk=hour.pk).latency_hist == "[-1,1,310,3,345,1]"
+    assert back.get_model("analytics", "RollupDelta").objects.get(pk=delta.pk).ttft_hist == "[150,1]"
