@@ -26,26 +26,16 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-DB = os.environ.get("BENCH_DB", "tracerelay_bench_analytics")
-BASE_URL = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tracerelay").rsplit("/", 1)[0]
-os.environ.update(
-    {
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": f"{BASE_URL}/{DB}",
-        "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/9"),
-        "TRACERELAY_DATA_DIR": "/tmp/tracerelay-bench-data",
-        "LOG_LEVEL": "WARNING",
-    }
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchdb import database_name, recreate_database, use_database  # noqa: E402
+
+use_database(os.environ.get("BENCH_DB", "tracerelay_bench_analytics"))
 
 # The dashboard's four (issue 10) first, then harder variants.
 QUERIES = [
@@ -60,15 +50,6 @@ QUERIES = [
     ("30 days by tag", {"time_range": "30d", "interval": "day", "group_by": "tag"}),
     ("30 days by day, tz Europe/Paris", {"time_range": "30d", "interval": "day", "tz": "Europe/Paris"}),
 ]
-
-
-def prepare() -> None:
-    import psycopg
-
-    with psycopg.connect(f"{BASE_URL}/postgres".replace("postgres://", "postgresql://"), autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DB}")
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True)
 
 
 def _backend_cpu_s(pid: int) -> float | None:
@@ -150,20 +131,19 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="Query what a previous run loaded.")
     args = parser.parse_args()
     if not args.reuse:
-        prepare()
+        recreate_database()
     import django
 
     django.setup()
-    from accounts.models import Team
-
-    sys.path.insert(0, str(ROOT / "bench"))
     from analytics_load import check, load
+
+    from accounts.models import Team
 
     if args.reuse:
         team = Team.objects.get(name="bench")
     else:
         team = Team.objects.create(name="bench")
-        print(f"loading {args.traces:,} traces over 30 days into {DB}")
+        print(f"loading {args.traces:,} traces over 30 days into {database_name()}")
         load(team.id, args.traces, datetime.now(UTC), args.seed)
     from django.db import connection
 

@@ -22,6 +22,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from _benchdb import drop_indexes, rebuild_indexes
+
 # model, provider, share, $/Mtok in, $/Mtok out (None: unpriced), latency lognormal mu
 MODELS = [
     ("gpt-4o-mini", "openai", 35, 0.15, 0.6, 6.6),
@@ -151,20 +153,6 @@ def copy_traces(cursor: Any, rows: list[Row]) -> None:
                     empty_list,
                 )
             )
-
-
-def _drop_trace_indexes() -> list[str]:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'traces_trace' "
-            "AND indexname NOT LIKE '%%pkey' AND indexdef NOT LIKE 'CREATE UNIQUE%%'"
-        )
-        found = cursor.fetchall()
-        for name, _ in found:
-            cursor.execute(f"DROP INDEX {name}")
-    return [definition for _, definition in found]
 
 
 # ---- rollups, built in SQL -------------------------------------------------------------------
@@ -300,7 +288,7 @@ def load(team_id: int, total: int, now: datetime, seed: int) -> None:
     scale = total / sum(curve)
     counts = [int(c * scale) for c in curve]
     counts[-1] += total - sum(counts)
-    indexes = _drop_trace_indexes()
+    indexes = drop_indexes("traces_trace")
     loaded, t0 = 0, time.perf_counter()
     last_hour = end - timedelta(hours=1)
     for h in range(hours):
@@ -323,12 +311,7 @@ def load(team_id: int, total: int, now: datetime, seed: int) -> None:
     t1 = time.perf_counter()
     folded = rollups.fold()
     print(f"  fold of the last hour's deltas: {folded:,} delta rows in {time.perf_counter() - t1:.1f} s")
-    t2 = time.perf_counter()
-    with connection.cursor() as cursor:
-        for sql in indexes:
-            cursor.execute(sql)
-        cursor.execute("ANALYZE")
-    print(f"  trace indexes rebuilt and analyzed in {time.perf_counter() - t2:,.0f} s")
+    print(f"  trace indexes rebuilt and vacuum-analyzed in {rebuild_indexes(indexes):,.0f} s")
 
 
 def check(team_id: int) -> None:
