@@ -43,11 +43,12 @@ def to_arrays(apps, schema_editor):
         for table in _tables(apps):
             schema_editor.execute(f"UPDATE {table} SET {assignments}", params=None)
         return
+    db = schema_editor.connection.alias  # the database being migrated (tests migrate an SQLite one too)
     for name in MODELS:
         model = apps.get_model("analytics", name)
         last = None
         while True:
-            qs = model.objects.order_by("pk")
+            qs = model.objects.using(db).order_by("pk")
             if last is not None:
                 qs = qs.filter(pk__gt=last)
             rows = list(qs.values_list("pk", "latency_hist", "ttft_hist")[:BATCH])
@@ -59,7 +60,7 @@ def to_arrays(apps, schema_editor):
                 obj.latency_keys, obj.latency_counts = _split(latency)
                 obj.ttft_keys, obj.ttft_counts = _split(ttft)
                 objs.append(obj)
-            model.objects.bulk_update(objs, ["latency_keys", "latency_counts", "ttft_keys", "ttft_counts"])
+            model.objects.using(db).bulk_update(objs, ["latency_keys", "latency_counts", "ttft_keys", "ttft_counts"])
             last = rows[-1][0]
 
 
@@ -69,17 +70,18 @@ def to_text(apps, schema_editor):
         for table in _tables(apps):
             schema_editor.execute(f"UPDATE {table} SET {assignments}", params=None)
         return
+    db = schema_editor.connection.alias
     for name in MODELS:
         model = apps.get_model("analytics", name)
         objs = []
-        for pk, lk, lc, tk, tc in model.objects.values_list(
+        for pk, lk, lc, tk, tc in model.objects.using(db).values_list(
             "pk", "latency_keys", "latency_counts", "ttft_keys", "ttft_counts"
         ).iterator():
             obj = model(pk=pk)
             obj.latency_hist = orjson.dumps([v for pair in zip(lk, lc) for v in pair]).decode()
             obj.ttft_hist = orjson.dumps([v for pair in zip(tk, tc) for v in pair]).decode()
             objs.append(obj)
-        model.objects.bulk_update(objs, ["latency_hist", "ttft_hist"], batch_size=BATCH)
+        model.objects.using(db).bulk_update(objs, ["latency_hist", "ttft_hist"], batch_size=BATCH)
 
 
 class Migration(migrations.Migration):
