@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from .policy import OFF, CompiledPolicy, apply_policy
+from .policy import OFF, CompiledPolicy, policy_fields, policy_walk
 from .selectors import compiled_policy
 
 R = TypeVar("R")
@@ -44,28 +44,36 @@ def _replaced(record: R, changes: dict[str, Any]) -> R:
     return new
 
 
-def _as_trace(record: Any) -> dict[str, Any]:
-    error: dict[str, str] | None = None
-    if record.error_message:
-        error = {"type": record.error_type, "message": record.error_message}
-    return {"input": record.input, "output": record.output, "metadata": record.metadata, "error": error}
-
-
 def apply_to_record(record: R, policy: CompiledPolicy, *, destination: str | None = None) -> tuple[R, dict[str, int]]:
     """``record`` with the stored mode (``destination`` None) or a destination's mode applied, and
     the kinds found (counts, never values). Unchanged fields are shared with the input."""
-    result = apply_policy(_as_trace(record), policy, destination=destination)
-    if result.mode in ("inherit", OFF):
-        return record, {}
-    trace = result.trace
-    changes: dict[str, Any] = {}
-    for name in ("input", "output", "metadata"):
-        if trace[name] is not getattr(record, name):
-            changes[name] = trace[name] if trace[name] is not None or name != "metadata" else {}
-    error = trace["error"]
-    if isinstance(error, dict) and error.get("message") != record.error_message:  # type: ignore[attr-defined]
-        changes["error_message"] = error["message"]
-    return (_replaced(record, changes) if changes else record), result.kinds
+    return apply_to_records((record,), policy, destination=destination)[0]
+
+
+def apply_to_records(
+    records: Sequence[R], policy: CompiledPolicy, *, destination: str | None = None
+) -> list[tuple[R, dict[str, int]]]:
+    """`apply_to_record` on each record of a batch; a string repeated across the batch is scanned
+    once (`policy.policy_walk`)."""
+    walk = policy_walk(policy, destination)
+    if walk is None:
+        return [(record, {}) for record in records]
+    out: list[tuple[R, dict[str, int]]] = []
+    for record in records:
+        old: Any = record
+        message = old.error_message or None
+        input, output, metadata, error = policy_fields(walk, old.input, old.output, old.metadata, message)
+        changes: dict[str, Any] = {}
+        if input is not old.input:
+            changes["input"] = input
+        if output is not old.output:
+            changes["output"] = output
+        if metadata is not old.metadata:
+            changes["metadata"] = metadata
+        if error is not message:
+            changes["error_message"] = error
+        out.append(((_replaced(record, changes) if changes else record), walk.kinds))
+    return out
 
 
 def stored_records(team_id: int, records: Sequence[R]) -> tuple[list[R], list[dict[str, Any] | None]]:
@@ -81,8 +89,7 @@ def stored_records(team_id: int, records: Sequence[R]) -> tuple[list[R], list[di
         return list(records), [None] * len(records)
     out: list[R] = []
     found: list[dict[str, Any] | None] = []
-    for record in records:
-        new, kinds = apply_to_record(record, policy)
+    for new, kinds in apply_to_records(records, policy):
         out.append(new)
         found.append({PII_MODE_KEY: policy.stored, PII_KINDS_KEY: kinds})
     return out, found
@@ -94,4 +101,4 @@ def export_records(team_id: int, destination: str, records: Sequence[R]) -> list
     policy = compiled_policy(team_id)
     if policy.mode_for(destination) in (None, OFF):
         return list(records)
-    return [apply_to_record(record, policy, destination=destination)[0] for record in records]
+    return [new for new, _kinds in apply_to_records(records, policy, destination=destination)]
