@@ -36,7 +36,7 @@ def _classify_number(candidate: str) -> str | None:
         return US_SSN if checks.ssn_valid(ssn.group(1), ssn.group(3), ssn.group(4)) else None
     if count >= 13 and p.CARD_SHAPE.fullmatch(candidate) and checks.is_card_number(digits):
         return CREDIT_CARD
-    return PHONE if count <= 15 and checks.phone_valid(candidate) else None
+    return PHONE if count <= 15 and checks.phone_digits_valid(candidate, digits) else None
 
 
 def _numbers(text: str, start: int, end: int, out: list[Finding]) -> None:
@@ -210,10 +210,16 @@ def scan(
         return findings
     kept = findings
     if len(findings) > 1:
-        priority = dict(_PRIORITY)
-        for pattern in custom:
-            priority.setdefault(pattern.name, len(priority))
-        kept = resolve_overlaps(findings, priority)
+        kept = sorted(findings)
+        # Most texts' findings do not overlap: then every one is kept and `resolve_overlaps` would
+        # return them sorted by start, which this is (a finding is never empty).
+        if any(a.end > b.start for a, b in zip(kept, kept[1:])):
+            priority = _PRIORITY
+            if custom:
+                priority = dict(_PRIORITY)
+                for pattern in custom:
+                    priority.setdefault(pattern.name, len(priority))
+            kept = resolve_overlaps(findings, priority)
     if kinds is not None:
         # Filtered after resolving, so a kind left out never lets a shorter overlapping one through.
         kept = [f for f in kept if f.kind in kinds or f.kind not in _PRIORITY]
