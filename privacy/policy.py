@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from itertools import islice
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from .detection import CREDIT_CARD, EMAIL, IBAN, PHONE, US_SSN, CustomPattern, Finding, scan

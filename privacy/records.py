@@ -9,7 +9,8 @@ the layering, so it does not import it): a changed record is a copy with the cha
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from .policy import OFF, CompiledPolicy, policy_fields, policy_walk
@@ -21,27 +22,39 @@ PII_MODE_KEY = "mode"
 PII_KINDS_KEY = "kinds"
 
 
-_COPIED_FIELDS: dict[type, tuple[str, ...] | None] = {}
+# Per record class: its fields' names, one getter of all their values, and each slot's setter.
+_Copier = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]], tuple[Callable[[Any, Any], None], ...]]
+_COPIERS: dict[type, _Copier | None] = {}
 
 
 def _replaced(record: R, changes: dict[str, Any]) -> R:
     """``dataclasses.replace(record, **changes)``. For a slotted dataclass without ``__post_init__``
-    (`TraceRecord`) the fields are copied onto a new instance instead of going through its frozen
-    ``__init__``: the same record in under half the time (it runs for every trace a policy changes)."""
+    (`TraceRecord`) the fields are copied onto a new instance through its slots' setters instead
+    of going through its frozen ``__init__``: the same record in a third of the time (it runs for
+    every trace a policy changes)."""
     cls = type(record)
-    if cls not in _COPIED_FIELDS:
-        plain = "__slots__" in vars(cls) and not hasattr(cls, "__post_init__")
-        _COPIED_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)) if plain else None  # type: ignore[arg-type]
-    names = _COPIED_FIELDS[cls]
-    if names is None:
+    if cls not in _COPIERS:
+        _COPIERS[cls] = _copier(cls)
+    copier = _COPIERS[cls]
+    if copier is None:
         return dataclasses.replace(record, **changes)  # type: ignore[type-var]
+    names, values, setters = copier
     new = object.__new__(cls)
-    put = object.__setattr__
-    for name in names:
-        put(new, name, getattr(record, name))
+    for put, value in zip(setters, values(record), strict=True):
+        put(new, value)
     for name, value in changes.items():
-        put(new, name, value)
+        object.__setattr__(new, name, value)
     return new
+
+
+def _copier(cls: type) -> _Copier | None:
+    if "__slots__" not in vars(cls) or hasattr(cls, "__post_init__"):
+        return None
+    names = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    slots = [vars(cls).get(name) for name in names]
+    if len(names) < 2 or not all(type(slot).__name__ == "member_descriptor" for slot in slots):
+        return None  # a field that is no slot of this class (inherited, or a property): the general way
+    return names, operator.attrgetter(*names), tuple(slot.__set__ for slot in slots)  # type: ignore[union-attr]
 
 
 def apply_to_record(record: R, policy: CompiledPolicy, *, destination: str | None = None) -> tuple[R, dict[str, int]]:
