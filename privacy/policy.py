@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
-from .detection import CREDIT_CARD, EMAIL, IBAN, PHONE, US_SSN, CustomPattern, Finding, may_hold_pii, scan
+from .detection import CREDIT_CARD, EMAIL, IBAN, PHONE, US_SSN, CustomPattern, Finding, scan
 
 OFF = "off"
 DETECT = "detect"
@@ -94,6 +95,7 @@ def transform_text(text: str, findings: Collection[Finding], mode: str, key: byt
 
 _SCALARS = frozenset({int, float, bool, type(None)})  # JSON values with nothing to scan
 Path = str | tuple[Any, str, Any]  # a field name, or (parent path, "." or "[", key or index)
+_CLEAN: tuple[str | None, tuple[str, ...]] = (None, ())  # a scanned string with nothing found
 
 
 def spell(path: Path) -> str:
@@ -105,32 +107,53 @@ def spell(path: Path) -> str:
 
 
 class _Walk:
-    """One trace's pass: scans strings, counts kinds, and rewrites or drops what the mode says.
+    """The pass over the traces of one batch: scans strings, counts kinds per trace, and rewrites or
+    drops what the mode says.
 
     It runs on every trace ingested under a policy (bench/pii_ingest.py), so the common cases
-    are tested first and by exact type (a dict, a list, a string, a number), paths are built
-    only for what is dropped, and a string the prefilter clears never reaches `scan`."""
+    are tested first and by exact type (a dict, a list, a string, a number), and paths are built
+    only for what is dropped. Each distinct string is scanned once per batch: ``seen`` maps it to
+    what the mode made of it (None: unchanged) and the kinds found in it, so a system prompt, a
+    model or service name or a metadata value repeated in every trace of a batch costs one dict
+    look-up after the first (the same policy and mode give the same result for the same text)."""
 
-    _DROPPED = object()
+    _DROPPED: Any = object()
 
     def __init__(self, policy: CompiledPolicy, mode: str) -> None:
         self.policy = policy
         self.mode = mode
         self.kinds: dict[str, int] = {}
         self.dropped: list[str] = []
-        self.builtin_only = not policy.custom  # custom patterns must see every string
+        self.min_len = MIN_BUILTIN_LEN if not policy.custom else 0  # custom patterns must see every string
+        self.seen: dict[str, tuple[Any, tuple[str, ...]]] = {}
 
-    def text(self, value: str) -> Any:
-        if self.builtin_only and (len(value) < MIN_BUILTIN_LEN or not may_hold_pii(value)):
-            return value  # shorter than any built-in kind's value (`a@b.co`), or holds none of their characters
+    def _scanned(self, value: str) -> tuple[Any, tuple[str, ...]]:
         findings = scan(value, kinds=self.policy.kinds, custom=self.policy.custom)
         if not findings:
-            return value
-        for f in findings:
-            self.kinds[f.kind] = self.kinds.get(f.kind, 0) + 1
+            return _CLEAN
+        kinds = tuple(f.kind for f in findings)
         if self.mode == DROP:
-            return self._DROPPED
-        return transform_text(value, findings, self.mode, self.policy.hash_key)
+            return self._DROPPED, kinds
+        if self.mode == DETECT:
+            return None, kinds
+        return transform_text(value, findings, self.mode, self.policy.hash_key), kinds
+
+    def text(self, value: str) -> Any:
+        if len(value) < self.min_len:
+            return value  # shorter than any built-in kind's value (`a@b.co`)
+        if type(value) is str:
+            hit = self.seen.get(value)
+            if hit is None:
+                hit = self.seen[value] = self._scanned(value)
+        else:
+            hit = self._scanned(value)  # a str subclass may define its own equality: not shared
+        if hit is _CLEAN:
+            return value
+        new, kinds = hit
+        counts = self.kinds
+        for kind in kinds:
+            counts[kind] = counts.get(kind, 0) + 1
+        return value if new is None else new
 
     def value(self, value: Any, path: Path, depth: int = 0) -> Any:
         """The JSON value with PII handled; `_DROPPED` when it held PII and the mode is drop."""
@@ -139,63 +162,121 @@ class _Walk:
             return self.text(value)
         if kind in _SCALARS:
             return value
-        is_mapping = kind is dict or isinstance(value, Mapping)
-        if not is_mapping and not (kind is list or isinstance(value, list | tuple)):
+        if kind is dict or kind is list:
+            is_mapping = kind is dict
+        elif isinstance(value, Mapping):
+            is_mapping = True
+        elif isinstance(value, list | tuple):
+            is_mapping = False
+        else:
             return self.text(value) if isinstance(value, str) else value  # a str subclass is text too
         if depth >= MAX_DEPTH:
             # Too deep to walk: scanned as its JSON text, and replaced by that text only if it held PII.
             blob = json.dumps(value, ensure_ascii=False, default=str)
             new = self.text(blob)
             return value if new is blob else new
+        # Nothing is copied until something changes: most values hold no PII and are returned as they
+        # were. A string too short for any kind or seen clean before in the batch is passed over here.
         text, walk, dropped, scalars = self.text, self.value, self._DROPPED, _SCALARS
-        changed = False
+        seen, min_len = self.seen, self.min_len
         if is_mapping:
-            out: dict[str, Any] = {}
-            for k, v in value.items():
+            out: dict[str, Any] | None = None
+            for i, (k, v) in enumerate(value.items()):
                 t = type(v)
                 if t is str:
-                    new = text(v)
+                    if len(v) < min_len or seen.get(v) is _CLEAN:
+                        new = v
+                    else:
+                        new = text(v)
                 elif t in scalars:
-                    out[k] = v
-                    continue
+                    new = v
                 else:
                     new = walk(v, (path, ".", k), depth + 1)
+                if new is v:
+                    if out is not None:
+                        out[k] = v
+                    continue
+                if out is None:
+                    out = dict(islice(value.items(), i))
                 if new is dropped:
                     self.dropped.append(spell((path, ".", k)))
-                    changed = True
-                    continue
-                changed = changed or new is not v
-                out[k] = new
-            return out if changed else value
-        items: list[Any] = []
+                else:
+                    out[k] = new
+            return value if out is None else out
+        items: list[Any] | None = None
         for i, v in enumerate(value):
             t = type(v)
             if t is str:
-                new = text(v)
+                if len(v) < min_len or seen.get(v) is _CLEAN:
+                    new = v
+                else:
+                    new = text(v)
             elif t in scalars:
-                items.append(v)
-                continue
+                new = v
             else:
                 new = walk(v, (path, "[", i), depth + 1)
+            if new is v:
+                if items is not None:
+                    items.append(v)
+                continue
+            if items is None:
+                items = list(value[:i])
             if new is dropped:
                 self.dropped.append(spell((path, "[", i)))
-                changed = True
-                continue
-            changed = changed or new is not v
-            items.append(new)
-        return items if changed else value
+            else:
+                items.append(new)
+        return value if items is None else items
 
 
-def _whole_field(walk: _Walk, value: Any, path: str) -> tuple[Any, bool]:
+def _whole_field(walk: _Walk, value: Any, path: str) -> Any:
     """Input and output are dropped whole under `drop` (one message with PII makes the rest
-    misleading); returns (new value, dropped?)."""
+    misleading): None when anything in ``value`` held PII."""
     before = len(walk.dropped)
     new = walk.value(value, path)
     if new is _Walk._DROPPED or len(walk.dropped) > before:
         del walk.dropped[before:]
         walk.dropped.append(path)
-        return None, True
-    return new, False
+        return None
+    return new
+
+
+def policy_fields(walk: _Walk, input: Any, output: Any, metadata: Any, error: Any) -> tuple[Any, Any, Any, Any]:
+    """A trace's four fields through ``walk``, each returned as it was unless the policy changed it.
+    ``error`` is a string or a mapping with a ``message``; ``walk.kinds`` and ``walk.dropped`` then
+    hold what this trace had."""
+    walk.kinds, walk.dropped = {}, []
+    dropped = _Walk._DROPPED
+    if walk.mode == DROP:
+        input = _whole_field(walk, input, "input") if input is not None else None
+        output = _whole_field(walk, output, "output") if output is not None else None
+    else:
+        input = walk.value(input, "input") if input is not None else None
+        output = walk.value(output, "output") if output is not None else None
+    if type(metadata) is dict or isinstance(metadata, Mapping):
+        metadata = walk.value(metadata, "metadata")
+    if error is None:
+        pass
+    elif isinstance(error, str):
+        new = walk.text(error)
+        if new is dropped:
+            walk.dropped.append("error")
+            new = ""
+        error = new
+    elif isinstance(error, Mapping) and isinstance(error.get("message"), str):
+        new = walk.text(error["message"])
+        if new is dropped:
+            walk.dropped.append("error.message")
+            new = ""
+        if new is not error["message"]:
+            error = {**error, "message": new}
+    return input, output, metadata, error
+
+
+def policy_walk(policy: CompiledPolicy, destination: str | None = None) -> _Walk | None:
+    """The walk that applies the stored mode (``destination`` None) or a destination's mode to the
+    traces of one batch (`policy_fields`); None when that mode is off or the destination has no entry."""
+    mode = policy.mode_for(destination)
+    return None if mode is None or mode == OFF else _Walk(policy, mode)
 
 
 def apply_policy(trace: Mapping[str, Any], policy: CompiledPolicy, *, destination: str | None = None) -> PolicyResult:
@@ -207,30 +288,24 @@ def apply_policy(trace: Mapping[str, Any], policy: CompiledPolicy, *, destinatio
     A destination without an entry returns the trace unchanged, unscanned, with mode ``"inherit"``:
     it gets what was stored.
     """
-    mode = policy.mode_for(destination)
-    if mode is None:
-        return PolicyResult(trace=dict(trace), mode="inherit", kinds={})
-    if mode == OFF:
-        return PolicyResult(trace=dict(trace), mode=OFF, kinds={})
-    walk = _Walk(policy, mode)
-    out = dict(trace)
-    for name in ("input", "output"):
-        if out.get(name) is not None:
-            out[name], _ = _whole_field(walk, out[name], name) if mode == DROP else (walk.value(out[name], name), False)
-    metadata = out.get("metadata")
-    if isinstance(metadata, Mapping):
-        out["metadata"] = walk.value(metadata, "metadata")
-    error = out.get("error")
-    if isinstance(error, str):
-        new = walk.text(error)
-        out["error"] = "" if new is _Walk._DROPPED else new
-        if new is _Walk._DROPPED:
-            walk.dropped.append("error")
-    elif isinstance(error, Mapping) and isinstance(error.get("message"), str):
-        new = walk.text(error["message"])
-        if new is _Walk._DROPPED:
-            walk.dropped.append("error.message")
-            new = ""
-        if new is not error["message"]:
-            out["error"] = {**error, "message": new}
-    return PolicyResult(trace=out, mode=mode, kinds=walk.kinds, dropped=tuple(walk.dropped))
+    return apply_policy_batch((trace,), policy, destination=destination)[0]
+
+
+def apply_policy_batch(
+    traces: Iterable[Mapping[str, Any]], policy: CompiledPolicy, *, destination: str | None = None
+) -> list[PolicyResult]:
+    """`apply_policy` on each trace of a batch (a request, a delivery chunk): the same results, but a
+    string repeated across the batch is scanned once (`_Walk`)."""
+    walk = policy_walk(policy, destination)
+    if walk is None:
+        mode = OFF if policy.mode_for(destination) == OFF else "inherit"
+        return [PolicyResult(trace=dict(trace), mode=mode, kinds={}) for trace in traces]
+    results: list[PolicyResult] = []
+    for trace in traces:
+        out = dict(trace)
+        old = (trace.get("input"), trace.get("output"), trace.get("metadata"), trace.get("error"))
+        for name, before, after in zip(FIELDS, old, policy_fields(walk, *old), strict=True):
+            if after is not before:
+                out[name] = after
+        results.append(PolicyResult(trace=out, mode=walk.mode, kinds=walk.kinds, dropped=tuple(walk.dropped)))
+    return results

@@ -9,10 +9,11 @@ the layering, so it does not import it): a changed record is a copy with the cha
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from .policy import OFF, CompiledPolicy, apply_policy
+from .policy import OFF, CompiledPolicy, policy_fields, policy_walk
 from .selectors import compiled_policy
 
 R = TypeVar("R")
@@ -21,51 +22,71 @@ PII_MODE_KEY = "mode"
 PII_KINDS_KEY = "kinds"
 
 
-_COPIED_FIELDS: dict[type, tuple[str, ...] | None] = {}
+# Per record class: its fields' names, one getter of all their values, and each slot's setter.
+_Copier = tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]], tuple[Callable[[Any, Any], None], ...]]
+_COPIERS: dict[type, _Copier | None] = {}
 
 
 def _replaced(record: R, changes: dict[str, Any]) -> R:
     """``dataclasses.replace(record, **changes)``. For a slotted dataclass without ``__post_init__``
-    (`TraceRecord`) the fields are copied onto a new instance instead of going through its frozen
-    ``__init__``: the same record in under half the time (it runs for every trace a policy changes)."""
+    (`TraceRecord`) the fields are copied onto a new instance through its slots' setters instead
+    of going through its frozen ``__init__``: the same record in a third of the time (it runs for
+    every trace a policy changes)."""
     cls = type(record)
-    if cls not in _COPIED_FIELDS:
-        plain = "__slots__" in vars(cls) and not hasattr(cls, "__post_init__")
-        _COPIED_FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls)) if plain else None  # type: ignore[arg-type]
-    names = _COPIED_FIELDS[cls]
-    if names is None:
+    if cls not in _COPIERS:
+        _COPIERS[cls] = _copier(cls)
+    copier = _COPIERS[cls]
+    if copier is None:
         return dataclasses.replace(record, **changes)  # type: ignore[type-var]
+    names, values, setters = copier
     new = object.__new__(cls)
-    put = object.__setattr__
-    for name in names:
-        put(new, name, getattr(record, name))
+    for put, value in zip(setters, values(record), strict=True):
+        put(new, value)
     for name, value in changes.items():
-        put(new, name, value)
+        object.__setattr__(new, name, value)
     return new
 
 
-def _as_trace(record: Any) -> dict[str, Any]:
-    error: dict[str, str] | None = None
-    if record.error_message:
-        error = {"type": record.error_type, "message": record.error_message}
-    return {"input": record.input, "output": record.output, "metadata": record.metadata, "error": error}
+def _copier(cls: type) -> _Copier | None:
+    if "__slots__" not in vars(cls) or hasattr(cls, "__post_init__"):
+        return None
+    names = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    slots = [vars(cls).get(name) for name in names]
+    if len(names) < 2 or not all(type(slot).__name__ == "member_descriptor" for slot in slots):
+        return None  # a field that is no slot of this class (inherited, or a property): the general way
+    return names, operator.attrgetter(*names), tuple(slot.__set__ for slot in slots)  # type: ignore[union-attr]
 
 
 def apply_to_record(record: R, policy: CompiledPolicy, *, destination: str | None = None) -> tuple[R, dict[str, int]]:
     """``record`` with the stored mode (``destination`` None) or a destination's mode applied, and
     the kinds found (counts, never values). Unchanged fields are shared with the input."""
-    result = apply_policy(_as_trace(record), policy, destination=destination)
-    if result.mode in ("inherit", OFF):
-        return record, {}
-    trace = result.trace
-    changes: dict[str, Any] = {}
-    for name in ("input", "output", "metadata"):
-        if trace[name] is not getattr(record, name):
-            changes[name] = trace[name] if trace[name] is not None or name != "metadata" else {}
-    error = trace["error"]
-    if isinstance(error, dict) and error.get("message") != record.error_message:  # type: ignore[attr-defined]
-        changes["error_message"] = error["message"]
-    return (_replaced(record, changes) if changes else record), result.kinds
+    return apply_to_records((record,), policy, destination=destination)[0]
+
+
+def apply_to_records(
+    records: Sequence[R], policy: CompiledPolicy, *, destination: str | None = None
+) -> list[tuple[R, dict[str, int]]]:
+    """`apply_to_record` on each record of a batch; a string repeated across the batch is scanned
+    once (`policy.policy_walk`)."""
+    walk = policy_walk(policy, destination)
+    if walk is None:
+        return [(record, {}) for record in records]
+    out: list[tuple[R, dict[str, int]]] = []
+    for record in records:
+        old: Any = record
+        message = old.error_message or None
+        input, output, metadata, error = policy_fields(walk, old.input, old.output, old.metadata, message)
+        changes: dict[str, Any] = {}
+        if input is not old.input:
+            changes["input"] = input
+        if output is not old.output:
+            changes["output"] = output
+        if metadata is not old.metadata:
+            changes["metadata"] = metadata
+        if error is not message:
+            changes["error_message"] = error
+        out.append(((_replaced(record, changes) if changes else record), walk.kinds))
+    return out
 
 
 def stored_records(team_id: int, records: Sequence[R]) -> tuple[list[R], list[dict[str, Any] | None]]:
@@ -81,8 +102,7 @@ def stored_records(team_id: int, records: Sequence[R]) -> tuple[list[R], list[di
         return list(records), [None] * len(records)
     out: list[R] = []
     found: list[dict[str, Any] | None] = []
-    for record in records:
-        new, kinds = apply_to_record(record, policy)
+    for new, kinds in apply_to_records(records, policy):
         out.append(new)
         found.append({PII_MODE_KEY: policy.stored, PII_KINDS_KEY: kinds})
     return out, found
@@ -94,4 +114,4 @@ def export_records(team_id: int, destination: str, records: Sequence[R]) -> list
     policy = compiled_policy(team_id)
     if policy.mode_for(destination) in (None, OFF):
         return list(records)
-    return [apply_to_record(record, policy, destination=destination)[0] for record in records]
+    return [new for new, _kinds in apply_to_records(records, policy, destination=destination)]

@@ -126,6 +126,12 @@ def phone_valid(candidate: str) -> bool:
     digits = _NOT_DIGIT.sub("", candidate)
     if not 7 <= len(digits) <= 15 or DATE_LIKE.match(candidate):
         return False
+    return phone_digits_valid(candidate, digits)
+
+
+def phone_digits_valid(candidate: str, digits: str) -> bool:
+    """`phone_valid` for a candidate the caller has already stripped to its ``digits`` (7 to 15 of
+    them) and found not to be a date (`scanner.classify_number`)."""
     if candidate.startswith("+") or candidate.startswith("00"):
         return _international(digits[2:] if candidate.startswith("00") else digits)
     if len(digits) == len(candidate):
@@ -196,20 +202,31 @@ def _valid_any(code: int, nsn: str) -> bool:
 
 
 def _valid_for_region(code: int, nsn: str, region: str) -> bool:
-    """``is_valid_number_for_region``."""
+    """``is_valid_number_for_region``: the metadata look-ups and the type pattern for numbers of this
+    length are done once per (code, region, length), then it is one regex match."""
+    key = (code, region, len(nsn))
+    pattern = _REGION_PATTERNS.get(key, _UNSET)
+    if pattern is _UNSET:
+        pattern = _REGION_PATTERNS[key] = _region_pattern(code, region, len(nsn))
+    return pattern is not None and pattern.fullmatch(nsn) is not None
+
+
+def _region_pattern(code: int, region: str, length: int) -> re.Pattern[str] | None:
     metadata = phonenumbers.PhoneMetadata.metadata_for_region_or_calling_code(code, region.upper())
     if metadata is None:
-        return False
+        return None
     if region != phonenumbers.REGION_CODE_FOR_NON_GEO_ENTITY:
         if code != phonenumbers.country_code_for_valid_region(region):
-            return False
-    return _type_matches(nsn, metadata)
+            return None
+    return _type_pattern(metadata, length)
 
 
 # The number types `_number_type_helper` tries after the general description, in its order; mobile
 # last and only when its pattern differs from fixed line's.
 _TYPES = ("premium_rate", "toll_free", "shared_cost", "voip", "personal_number", "pager", "uan", "voicemail")
 _TYPE_PATTERNS: dict[tuple[str | None, int | None, int], re.Pattern[str] | None] = {}
+_REGION_PATTERNS: dict[tuple[int, str, int], re.Pattern[str] | None] = {}
+_UNSET: Any = object()
 
 
 @functools.cache

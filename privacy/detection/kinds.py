@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 EMAIL = "EMAIL"
 PHONE = "PHONE"
@@ -18,9 +18,10 @@ BUILTIN_KINDS: tuple[str, ...] = (EMAIL, PHONE, CREDIT_CARD, IBAN, US_SSN, IP_AD
 TIE_ORDER: tuple[str, ...] = (SECRET, CREDIT_CARD, IBAN, US_SSN, EMAIL, IP_ADDRESS, PHONE)
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Finding:
-    """One detected span: ``text[start:end]`` is PII of ``kind`` (character offsets, not bytes)."""
+class Finding(NamedTuple):
+    """One detected span: ``text[start:end]`` is PII of ``kind`` (character offsets, not bytes).
+    A named tuple (immutable, ordered by start, end, kind): made for every finding, it costs half
+    what a frozen dataclass does."""
 
     start: int
     end: int

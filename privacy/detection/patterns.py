@@ -49,10 +49,6 @@ SECRET_HINTS: tuple[str, ...] = (
 # One search for all of them: about half the cost of a test per hint on short texts.
 SECRET_HINT = re.compile("|".join(re.escape(hint) for hint in SECRET_HINTS))
 
-# Lower-case hex with at least one letter: trace and span ids, hashes, digests. No built-in kind
-# can be found in such a text (`scanner.builtin_findings`), so it skips the recognizers.
-HEX_ID = re.compile(r"[0-9]*[a-f][0-9a-f]*")
-
 # The prefilter (`scanner.may_hold_pii`): every built-in kind's value holds one of these characters
 # or words, so a text holding none of them is skipped without running any recognizer. Each is
 # looked for with `str.__contains__` (memchr-fast for one character); one regex alternation of

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Collection, Sequence
 
@@ -36,7 +37,7 @@ def _classify_number(candidate: str) -> str | None:
         return US_SSN if checks.ssn_valid(ssn.group(1), ssn.group(3), ssn.group(4)) else None
     if count >= 13 and p.CARD_SHAPE.fullmatch(candidate) and checks.is_card_number(digits):
         return CREDIT_CARD
-    return PHONE if count <= 15 and checks.phone_valid(candidate) else None
+    return PHONE if count <= 15 and checks.phone_digits_valid(candidate, digits) else None
 
 
 def _numbers(text: str, start: int, end: int, out: list[Finding]) -> None:
@@ -155,17 +156,21 @@ def may_hold_pii(text: str) -> bool:
     return False
 
 
+def lower_case_word(text: str) -> bool:
+    """ASCII letters and digits only, at least one lower-case letter and no upper-case one: a trace
+    or span id, a git hash, "assistant", "gpt4o". No built-in kind can be found in such a text: no
+    "@", ".", ":", "=", "-" or "_" for e-mails, addresses, tokens and AWS secret keys, no upper case
+    for IBANs, AWS key ids and JWTs, and a digit run in it touches a letter or spans the whole text
+    (which has a letter), so it is never a free-standing number. Three C-speed tests; OTLP traces
+    carry two such ids in their metadata."""
+    return text.isascii() and text.isalnum() and text.islower()
+
+
 def builtin_findings(text: str) -> list[Finding]:
     """Every built-in finding, unsorted and possibly overlapping (an IBAN's digits also read as a
     number run): `scan` resolves that."""
     out: list[Finding] = []
-    if len(text) < _SHORTEST or not may_hold_pii(text):
-        return out
-    # A lower-case hex id ("4bf92f3577b34da6a3ce929d0e0e4736", a git hash) holds no finding: no
-    # "@", ".", ":" or "-" for e-mails, addresses and tokens, no upper case for IBANs and key ids,
-    # and a digit run inside it touches a letter or spans the whole text, which has a letter, so
-    # it is never a free-standing number. OTLP traces carry two in their metadata.
-    if p.HEX_ID.fullmatch(text):
+    if len(text) < _SHORTEST or lower_case_word(text) or not may_hold_pii(text):
         return out
     if "@" in text:
         _emails(text, out)
@@ -210,10 +215,16 @@ def scan(
         return findings
     kept = findings
     if len(findings) > 1:
-        priority = dict(_PRIORITY)
-        for pattern in custom:
-            priority.setdefault(pattern.name, len(priority))
-        kept = resolve_overlaps(findings, priority)
+        kept = sorted(findings)
+        # Most texts' findings do not overlap: then every one is kept and `resolve_overlaps` would
+        # return them sorted by start, which this is (a finding is never empty).
+        if any(a.end > b.start for a, b in itertools.pairwise(kept)):
+            priority = _PRIORITY
+            if custom:
+                priority = dict(_PRIORITY)
+                for pattern in custom:
+                    priority.setdefault(pattern.name, len(priority))
+            kept = resolve_overlaps(findings, priority)
     if kinds is not None:
         # Filtered after resolving, so a kind left out never lets a shorter overlapping one through.
         kept = [f for f in kept if f.kind in kinds or f.kind not in _PRIORITY]

@@ -4,15 +4,14 @@ of the recognizer tests, and against a full scan on texts built to hold none of 
 
 from __future__ import annotations
 
-import re
+import random
 import sys
 from pathlib import Path
 
 import pytest
 
 from privacy.detection import scan
-from privacy.detection.patterns import HEX_ID
-from privacy.detection.scanner import builtin_findings, may_hold_pii
+from privacy.detection.scanner import builtin_findings, lower_case_word, may_hold_pii
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from pii_corpus import build  # noqa: E402
@@ -70,24 +69,67 @@ def test_text_without_candidates_is_skipped_and_a_full_scan_agrees(text, monkeyp
         "9fceb02d0ae598e95dc970b74767f19372d61af8",  # a git hash
         "4111111111111111a",  # a Luhn-valid card number, but it runs into a letter
         "e" + "1" * 200,
+        "x4155550132",  # a phone number's digits, run into a letter
+        "assistant",
+        "gpt4omini20240718",
+        "ecretaws4111111111111111x",  # the AWS secret hint words, but no ":" or "=" before a value
+        "sk" + "a1" * 30,  # an OpenAI key without its "-"
+        "ghpabc" + "1" * 36,  # a GitHub token without its "_"
     ],
 )
-def test_a_lower_case_hex_id_is_skipped_and_a_full_scan_agrees(text, monkeypatch):
-    assert may_hold_pii(text) and HEX_ID.fullmatch(text)
+def test_a_lower_case_word_is_skipped_and_a_full_scan_agrees(text, monkeypatch):
+    assert lower_case_word(text)
     assert builtin_findings(text) == []
-    monkeypatch.setattr("privacy.detection.patterns.HEX_ID", re.compile(r"(?!)"))  # matches nothing
+    monkeypatch.setattr("privacy.detection.scanner.lower_case_word", lambda _text: False)
+    monkeypatch.setattr("privacy.detection.scanner.may_hold_pii", lambda _text: True)
     assert builtin_findings(text) == []  # the recognizers, run anyway, find nothing either
 
 
 @pytest.mark.parametrize(
     ("text", "kind"),
     [
-        ("4111111111111111", "CREDIT_CARD"),  # all digits: not a hex id (no letter), scanned
-        ("4bf92f35 paid with 4111111111111111", "CREDIT_CARD"),  # words: not one id
+        ("4111111111111111", "CREDIT_CARD"),  # all digits: no letter, scanned
+        ("4bf92f35 paid with 4111111111111111", "CREDIT_CARD"),  # words: not one word
         ("4bf92f35-ada@example.com", "EMAIL"),
         ("DE89370400440532013000", "IBAN"),  # upper case
+        ("AKIAIOSFODNN7EXAMPLE", "SECRET"),
+        ("４１１１１１１１１１１１１１１１x", None),  # full-width digits: not ASCII, so scanned (and no card)
     ],
 )
-def test_text_that_is_not_one_lower_case_hex_id_is_scanned(text, kind):
-    assert not HEX_ID.fullmatch(text)
-    assert [f.kind for f in scan(text)] == [kind]
+def test_text_that_is_not_one_lower_case_word_is_scanned(text, kind):
+    assert not lower_case_word(text)
+    assert [f.kind for f in scan(text)] == ([kind] if kind else [])
+
+
+def test_random_lower_case_words_hold_nothing_the_recognizers_find(monkeypatch):
+    """Words of lower-case letters and long digit runs (card numbers, phone numbers, IBAN digits
+    between letters): skipped, and the recognizers, run anyway, agree on every one."""
+    rng = random.Random(12)
+    pieces = [
+        "4111111111111111",
+        "4155550132",
+        "4930123456",
+        "123456789",
+        "192168001001",
+        "sk",
+        "ghp",
+        "aws",
+        "secret",
+        "eyj",
+        "akia",
+    ]
+    words = []
+    for _ in range(2000):
+        parts = [
+            rng.choice(pieces)
+            if rng.random() < 0.5
+            else "".join(rng.choice("abcdefxyz0123456789") for _ in range(rng.randint(1, 12)))
+            for _ in range(rng.randint(1, 5))
+        ]
+        word = "".join(parts)
+        if lower_case_word(word):
+            words.append(word)
+    assert len(words) > 1500
+    monkeypatch.setattr("privacy.detection.scanner.lower_case_word", lambda _text: False)
+    monkeypatch.setattr("privacy.detection.scanner.may_hold_pii", lambda _text: True)
+    assert [w for w in words if builtin_findings(w)] == []
