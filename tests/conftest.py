@@ -1,6 +1,8 @@
-"""Shared fixtures: the owner / member / outsider pattern, and API clients per key environment."""
+"""Shared fixtures: the owner / member / outsider pattern, API clients per key environment, and the OpenAPI document."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
@@ -72,3 +74,16 @@ def other_api(other_team) -> APIClient:
 @pytest.fixture
 def anon_api() -> APIClient:
     return APIClient()
+
+
+@pytest.fixture(scope="session")
+def schema() -> dict[str, Any]:
+    """The OpenAPI document the API serves (drf-spectacular), made once per test process."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+@pytest.fixture(scope="session")
+def components(schema) -> dict[str, Any]:
+    return schema["components"]["schemas"]

@@ -13,7 +13,6 @@ from ipaddress import ip_address
 from typing import Any
 
 import pytest
-from drf_spectacular.generators import SchemaGenerator
 
 from alerts import services
 from alerts.definition import AlertError, parse_alert
@@ -45,16 +44,6 @@ def dns(monkeypatch):
     urlguard.forget_resolutions()
     yield table
     urlguard.forget_resolutions()
-
-
-@pytest.fixture(scope="module")
-def schema() -> dict[str, Any]:
-    return SchemaGenerator().get_schema(request=None, public=True)
-
-
-@pytest.fixture(scope="module")
-def components(schema) -> dict[str, Any]:
-    return schema["components"]["schemas"]
 
 
 def refused(api, body: dict[str, Any], field: str, method: str = "post", url: str = URL) -> dict[str, Any]:

@@ -9,7 +9,6 @@ import re
 from typing import Any
 
 import pytest
-from drf_spectacular.generators import SchemaGenerator
 
 from reports import services
 from reports.models import Report
@@ -22,16 +21,6 @@ BODY: dict[str, Any] = {"name": "Weekly", "time_range": "7d", "formats": ["csv",
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch):
     monkeypatch.setattr(services.app, "send_task", lambda name, args, **kw: None)
-
-
-@pytest.fixture(scope="module")
-def schema() -> dict[str, Any]:
-    return SchemaGenerator().get_schema(request=None, public=True)
-
-
-@pytest.fixture(scope="module")
-def components(schema) -> dict[str, Any]:
-    return schema["components"]["schemas"]
 
 
 def refused(api, body: dict[str, Any], field: str, method: str = "post", url: str = URL) -> dict[str, Any]:

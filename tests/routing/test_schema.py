@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from drf_spectacular.generators import SchemaGenerator
 
 from routing.conditions import compile_condition
-
-
-@pytest.fixture(scope="module")
-def schema():
-    return SchemaGenerator().get_schema(request=None, public=True)
 
 
 @pytest.mark.parametrize(
