@@ -175,7 +175,7 @@ FROM_TRACES = {
     "ttft_sum": "coalesce(sum(time_to_first_token_ms), 0)",
 }
 _KEY = "CASE WHEN {v} IS NULL THEN NULL WHEN {v} <= 0 THEN -1 ELSE ceil(ln({v}::float8) / ln(1.02::float8))::int END"
-TRACE_COLUMNS = (
+TRACE_FIGURES = (
     "t.status AS trace_status, prompt_tokens, completion_tokens, total_tokens, cost, unpriced, usage_estimated, "
     f"latency_ms, time_to_first_token_ms, {_KEY.format(v='latency_ms')} AS lk, "
     f"{_KEY.format(v='time_to_first_token_ms')} AS tk"
@@ -194,17 +194,15 @@ def insert_grouped(
     cursor: Any, table: str, source: str, params: list[Any], *, from_traces: bool, uuid_ids: bool
 ) -> None:
     """INSERT into ``table`` the rows of ``source`` (a SELECT with the GROUP columns) added up per
-    GROUP: from traces (``source`` has TRACE_COLUMNS) or from rollup rows (COUNTERS and arrays)."""
+    GROUP: from traces (``source`` has TRACE_FIGURES) or from rollup rows (COUNTERS and arrays)."""
+    from analytics.models import COUNTERS
+
     group = ", ".join(GROUP)
     if from_traces:
-        from analytics.models import COUNTERS
-
         counters = ", ".join(FROM_TRACES[c] for c in COUNTERS)
         hists = [f"SELECT {group}, {k} AS hk, count(*)::int AS n FROM k WHERE {k} IS NOT NULL GROUP BY {group}, {k}"
                  for k in ("lk", "tk")]  # fmt: skip
     else:
-        from analytics.models import COUNTERS
-
         counters = ", ".join(f'sum("{c}")' for c in COUNTERS)
         hists = [f"SELECT {group}, u.hk, sum(u.n)::int AS n FROM k, unnest(k.{h}_keys, k.{h}_counts) AS u(hk, n) "
                  f"GROUP BY {group}, u.hk" for h in ("latency", "ttft")]  # fmt: skip
@@ -213,8 +211,6 @@ def insert_grouped(
         f"GROUP BY {group})"
         for h in hists
     ]
-    from analytics.models import COUNTERS
-
     columns = ", ".join(f'"{c}"' for c in (*GROUP, *COUNTERS))
     cursor.execute(
         f"INSERT INTO {table} ({'id, ' if uuid_ids else ''}{columns}, latency_keys, latency_counts, ttft_keys, "
@@ -227,10 +223,10 @@ def insert_grouped(
 
 
 def traces_source(size: int, slice_: str, join: str, where: str) -> str:
-    """The SELECT of traces (``t``) as GROUP + TRACE_COLUMNS, bucketed by ``size`` seconds."""
+    """The SELECT of traces (``t``) as GROUP + TRACE_FIGURES, bucketed by ``size`` seconds."""
     return (
         f"SELECT team_id, floor(extract(epoch FROM timestamp))::bigint / {size} * {size} AS bucket, {slice_}, "
-        f"{TRACE_COLUMNS} FROM traces_trace t {join} WHERE provider <> 'span' AND {where}"
+        f"{TRACE_FIGURES} FROM traces_trace t {join} WHERE provider <> 'span' AND {where}"
     )
 
 
