@@ -61,6 +61,8 @@ class Recorded:
 class FakeUpstream:
     url: str = ""
     requests: list[Recorded] = field(default_factory=list)
+    # "<path> <slow model>" of each stream the reader abandoned. (A stalled stream of an earlier
+    # test can be abandoned late, after `clear`: the model tells it apart.)
     aborted: list[str] = field(default_factory=list)
 
     def clear(self) -> None:
@@ -137,10 +139,10 @@ def build_app(state: FakeUpstream) -> web.Application:
                         await asyncio.sleep(0.05)
                         await response.write(b": keep-alive\n\n")
         except asyncio.CancelledError:
-            state.aborted.append(request.path)
+            state.aborted.append(f"{request.path} {slow}".rstrip())
             raise
         except ConnectionError:  # the reader went away (aiohttp's reset error is one too)
-            state.aborted.append(request.path)
+            state.aborted.append(f"{request.path} {slow}".rstrip())
             return response
         await response.write_eof()
         return response
