@@ -120,9 +120,17 @@ def _unique_slice(name: str) -> models.UniqueConstraint:
     )
 
 
+def _kind_in_time(name: str) -> models.Index:
+    """What every read asks: one kind of row over a time range. (The unique index leads with the
+    bucket, which the fold's look-ups need: a read of one kind over 7 days walked every kind's
+    entries of those 168 hours, ~400 per hour at 10M traces a month.)"""
+    return models.Index(fields=["team", "kind", "bucket"], name=f"rollup_{name}_kind_bucket")
+
+
 class MinuteRollup(RollupFields):
     class Meta:
         constraints = [_unique_slice("minute")]
+        indexes = [_kind_in_time("minute")]
 
     def __str__(self) -> str:
         return f"minute {self.team_id} @{self.bucket} kind {self.kind}"
@@ -131,6 +139,7 @@ class MinuteRollup(RollupFields):
 class HourRollup(RollupFields):
     class Meta:
         constraints = [_unique_slice("hour")]
+        indexes = [_kind_in_time("hour")]
 
     def __str__(self) -> str:
         return f"hour {self.team_id} @{self.bucket} kind {self.kind}"
@@ -139,6 +148,7 @@ class HourRollup(RollupFields):
 class DayRollup(RollupFields):
     class Meta:
         constraints = [_unique_slice("day")]
+        indexes = [_kind_in_time("day")]
 
     def __str__(self) -> str:
         return f"day {self.team_id} @{self.bucket} kind {self.kind}"

@@ -6,6 +6,7 @@ scans all count with it, so they cannot disagree on a definition.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -38,8 +39,11 @@ class Stats:
     ttft_sum: int
 
     def __init__(self) -> None:
-        for name in COUNTERS:
-            setattr(self, name, 0)
+        # (Spelled out, as in add_counters and merge: a read makes and adds up thousands of these.)
+        self.count = self.success = self.errors = self.rate_limited = 0
+        self.prompt_tokens = self.completion_tokens = self.total_tokens = self.cost_e10 = 0
+        self.unpriced = self.estimated_usage = 0
+        self.latency_count = self.latency_sum = self.ttft_count = self.ttft_sum = 0
         self.latency: dict[int, int] = {}
         self.ttft: dict[int, int] = {}
 
@@ -89,15 +93,36 @@ class Stats:
         sketch.merge_arrays(self.latency, histograms[0], histograms[1], sign)
         sketch.merge_arrays(self.ttft, histograms[2], histograms[3], sign)
 
-    def add_counters(self, counters: tuple[Any, ...], sign: int = 1) -> None:
-        for name, value in zip(COUNTERS, counters, strict=True):
-            setattr(self, name, getattr(self, name) + sign * int(value))
+    def add_counters(self, counters: Iterable[Any], sign: int = 1) -> None:
+        """COUNTERS' values in order (ints, or what int() takes), times ``sign``."""
+        (count, success, errors, rate_limited, prompt, completion, total, cost, unpriced, estimated,
+         latency_count, latency_sum, ttft_count, ttft_sum) = (
+            map(int, counters) if sign == 1 else (sign * int(v) for v in counters))  # fmt: skip
+        self.count += count
+        self.success += success
+        self.errors += errors
+        self.rate_limited += rate_limited
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        self.total_tokens += total
+        self.cost_e10 += cost
+        self.unpriced += unpriced
+        self.estimated_usage += estimated
+        self.latency_count += latency_count
+        self.latency_sum += latency_sum
+        self.ttft_count += ttft_count
+        self.ttft_sum += ttft_sum
 
-    def merge(self, other: Stats) -> None:
-        for name in COUNTERS:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        sketch.merge_into(self.latency, other.latency)
-        sketch.merge_into(self.ttft, other.ttft)
+    def counters(self) -> tuple[int, ...]:
+        return (self.count, self.success, self.errors, self.rate_limited, self.prompt_tokens, self.completion_tokens,
+                self.total_tokens, self.cost_e10, self.unpriced, self.estimated_usage, self.latency_count,
+                self.latency_sum, self.ttft_count, self.ttft_sum)  # fmt: skip
+
+    def merge(self, other: Stats, *, histograms: bool = True) -> None:
+        self.add_counters(other.counters())
+        if histograms:
+            sketch.merge_into(self.latency, other.latency)
+            sketch.merge_into(self.ttft, other.ttft)
 
     # ---- rows to store ------------------------------------------------------------------------
     def stored_values(self) -> dict[str, Any]:
