@@ -47,8 +47,9 @@ def read_rollups(
 ) -> None:
     """Add the rollups of ``pieces`` (and the deltas not folded yet) into ``acc`` under (interval
     index, group key); ``starts`` are the intervals' starts, None for one interval (index 0).
-    ``hists``: "both", "latency", "ttft" or "none" (counters only). On Postgres the rows are added
-    up in SQL (`analytics.merged`); elsewhere here, row by row."""
+    ``hists``: "both", "latency", "ttft" or "none" (counters only). On Postgres all parts are read in
+    one statement that also works out each row's interval (`analytics.merged`); elsewhere one
+    query per part, here."""
     parts = parts_of(slice_, pieces, since=since, until=until, extra_where=extra_where)
     if connection.vendor == "postgresql":
         merged.read(acc, team_id=team_id, parts=parts, starts=starts, hists=hists)
