@@ -39,7 +39,7 @@ def read(acc: Acc, *, team_id: int, parts: list[Part], starts: list[int] | None,
     selects: list[str] = []
     params: list[Any] = []
     for part in parts:
-        sql, part_params = part.queryset(team_id, columns).query.sql_with_params()
+        sql, part_params = _select(part, team_id, columns)
         index = f"width_bucket({_ANCHOR_SQL[part.anchor]}, {bounds}) - 1" if starts else "0"
         group = f'p."{part.group}"::text' if part.group else "''::text"
         selects.append(f"SELECT {index} AS i, {group} AS g, {int(part.sign)} AS s, {picked} FROM ({sql}) p")
@@ -62,3 +62,40 @@ def read(acc: Acc, *, team_id: int, parts: list[Part], starts: list[int] | None,
             at += 2
         if ttft:
             sketch.merge_arrays(stats.ttft, row[at], row[at + 1], sign)
+
+
+def _select(part: Part, team_id: int, columns: list[str]) -> tuple[str, list[Any]]:
+    """``part.queryset(team_id, columns)`` as SQL, written out: Django compiled the ~16 querysets of
+    an answer in ~11 ms of its ~50 ms of Python. The lookups rollup slices use are few (exact,
+    ``in``, ``startswith``); `tests/analytics` compares both readers' figures with a recount."""
+    fields = {f.name: f.column for f in part.model._meta.concrete_fields} | {"team": "team_id"}
+    where = ['"team_id" = %s', '"kind" = %s']
+    params: list[Any] = [team_id, part.kind]
+    for lookup, value in part.where.items():
+        name, _, op = lookup.partition("__")
+        column = f'"{fields[name]}"'
+        if op in ("", "exact"):
+            where.append(f"{column} = %s")
+            params.append(value)
+        elif op == "in":
+            where.append(f"{column} = ANY(%s)")
+            params.append(list(value))
+        elif op == "startswith":
+            where.append(f"{column} LIKE %s")
+            params.append(value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+        else:
+            raise ValueError(f"analytics.merged: no SQL for the lookup {lookup!r}")
+    where.append(_ranges(part.ranges, params))
+    if part.skip:
+        where.append(f"NOT {_ranges(part.skip, params)}")
+    picked = ", ".join(f'"{fields[name]}"' for name in ["bucket", *([part.group] if part.group else []), *columns])
+    return (
+        f"SELECT {picked} FROM {connection.ops.quote_name(part.model._meta.db_table)} WHERE {' AND '.join(where)}",
+        params,
+    )
+
+
+def _ranges(ranges: list[tuple[int, int]], params: list[Any]) -> str:
+    for start, end in ranges:
+        params.extend((int(start), int(end)))
+    return "(" + " OR ".join('("bucket" >= %s AND "bucket" < %s)' for _ in ranges) + ")" if ranges else "false"
