@@ -44,6 +44,7 @@ def read_rollups(
     starts: list[int] | None,
     hists: str = "both",
     extra_where: dict[str, Any] | None = None,
+    point_quantiles: tuple[float, ...] | None = None,
 ) -> None:
     """Add the rollups of ``pieces`` (and the deltas not folded yet) into ``acc`` under (interval
     index, group key); ``starts`` are the intervals' starts, None for one interval (index 0).
@@ -52,7 +53,7 @@ def read_rollups(
     query per part, here."""
     parts = parts_of(slice_, pieces, since=since, until=until, extra_where=extra_where)
     if connection.vendor == "postgresql":
-        merged.read(acc, team_id=team_id, parts=parts, starts=starts, hists=hists)
+        merged.read(acc, team_id=team_id, parts=parts, starts=starts, hists=hists, point_quantiles=point_quantiles)
         return
     columns = [*COUNTERS, *_HIST_COLUMNS[hists]]
     latency, ttft = hists in ("both", "latency"), hists in ("both", "ttft")

@@ -33,6 +33,7 @@ GROUP_LIMIT_DEFAULT = 10
 GROUP_LIMIT_MAX = 1000
 PARAMS = ("interval", "group_by", "limit", "tz")
 MERGED_POINTS_MAX = 48  # series up to this many points give the totals' histograms too
+POINT_QUANTILES = (sketch.QUANTILES["p50"], sketch.QUANTILES["p95"])  # a series point's
 
 
 class AnalyticsError(ValueError):
@@ -212,7 +213,10 @@ def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> di
         if len(plan.starts) - 1 <= MERGED_POINTS_MAX:
             _read(series_acc, team_id, series_slice, plan.pieces, plan, plan.starts, "both")
         else:
-            _read(series_acc, team_id, series_slice, plan.pieces, plan, plan.starts, "latency")
+            # (Points need only p50 and p95 then; with raw minutes in the range, raw traces add
+            # into the points' histograms, so those are built.)
+            shown = None if raw else POINT_QUANTILES
+            _read(series_acc, team_id, series_slice, plan.pieces, plan, plan.starts, "latency", shown)
             whole = planning.whole_range_pieces(plan)
             whole_acc = new_acc()
             _read(whole_acc, team_id, series_slice, whole, plan, None, "both")
@@ -275,6 +279,7 @@ def _read(
     plan: planning.TimePlan,
     starts: list[int] | None,
     hists: str = "both",
+    point_quantiles: tuple[float, ...] | None = None,
 ) -> None:
     """Folded rows of ``pieces`` and deltas of the range into ``acc`` per interval of ``starts``
     (None: all in one)."""
@@ -287,6 +292,7 @@ def _read(
         until=plan.until,
         starts=starts,
         hists=hists,
+        point_quantiles=point_quantiles,
     )
 
 
@@ -330,7 +336,8 @@ def _check_raw(team_id: int, f: TraceFilter, ranges: Any, why: str) -> None:
 
 def _point(start: int, stats: Stats) -> dict[str, Any]:
     point: dict[str, Any] = {"t": planning.iso(start), **stats.totals()}
-    point["p50"], point["p95"] = sketch.quantiles(stats.latency, (sketch.QUANTILES["p50"], sketch.QUANTILES["p95"]))
+    quantiles = stats.points if stats.points is not None else sketch.quantiles(stats.latency, POINT_QUANTILES)
+    point["p50"], point["p95"] = quantiles
     return point
 
 

@@ -90,12 +90,16 @@ def quantiles(counts: dict[int, int], qs: Iterable[float]) -> list[float | None]
     """The value at rank ``floor(q * (n - 1))`` of the sorted values (lower nearest rank), each
     within RELATIVE_ACCURACY (+ the rounding to 0.001 ms) of the exact one, so within 1%; None
     when the histogram is empty."""
-    wanted = list(qs)
     keys = sorted(counts)
-    running = list(accumulate(map(counts.__getitem__, keys)))  # values at or below each key
+    return quantiles_of_arrays(keys, list(map(counts.__getitem__, keys)), qs)
+
+
+def quantiles_of_arrays(keys: list[int], ns: list[int], qs: Iterable[float]) -> list[float | None]:
+    """`quantiles` of a histogram in its stored form (``arrays``: keys ascending, their counts)."""
+    running = list(accumulate(ns))  # values at or below each key
     total = running[-1] if running else 0
     if total <= 0:
-        return [None] * len(wanted)
+        return [None for _q in qs]
     # (An empty bucket, say one a day row less its hours emptied, is never picked: its running
     # count equals the one before it, and bisect_right finds the first key whose count passes rank.)
-    return [round(value_of(keys[bisect_right(running, math.floor(q * (total - 1)))]), 3) for q in wanted]
+    return [round(value_of(keys[bisect_right(running, math.floor(q * (total - 1)))]), 3) for q in qs]

@@ -22,7 +22,7 @@ def cost_units(cost: Decimal | None) -> int:
 
 
 class Stats:
-    __slots__ = (*COUNTERS, "latency", "ttft")
+    __slots__ = (*COUNTERS, "latency", "ttft", "points")
     count: int
     success: int
     errors: int
@@ -45,6 +45,9 @@ class Stats:
         self.unpriced = self.estimated_usage = 0
         self.latency_count = self.latency_sum = self.ttft_count = self.ttft_sum = 0
         self.latency: dict[int, int] = {}
+        # A series point's latency quantiles (p50, p95), worked out by `analytics.merged.read` from
+        # the one stored row the point is; None: from ``latency``.
+        self.points: list[float | None] | None = None
         self.ttft: dict[int, int] = {}
 
     # ---- adding traces (ingest, raw scans) ----------------------------------------------------
