@@ -4,7 +4,8 @@
     .venv/bin/python bench/dashboard.py --traces 200000 --runs 30
     .venv/bin/python bench/dashboard.py --reuse            # measure what a previous run loaded
 
-Makes its own Postgres database `tracerelay_bench_dashboard` (DATABASE_URL's server; `_benchdb`),
+Makes its own Postgres database `tracerelay_bench_dashboard` (DATABASE_URL's server; `_benchdb`; another
+name with --database, so two people can bench at once),
 migrates it and loads N traces of one team over the last 7 days with COPY (10 models, 94% success,
 0-3 of 25 tags, metadata, 2,000 users, sessions of ~8 calls, one or two of 4 destinations, routing
 decisions, prompts and replies), with the trace and delivery tables' secondary indexes dropped for
@@ -50,7 +51,6 @@ from typing import Any
 from _benchdb import copy_rows, drop_indexes, rebuild_indexes, recreate_database, use_database
 
 DB = "tracerelay_bench_dashboard"
-use_database(DB)
 
 MODELS = [
     ("gpt-4o-mini", "openai", 35),
@@ -259,7 +259,9 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="Measure what a previous run loaded.")
     parser.add_argument("--only", action="append", default=[], help="Measure the pages whose name has this.")
     parser.add_argument("--explain", action="store_true", help="Also EXPLAIN ANALYZE each page's slowest SQL.")
+    parser.add_argument("--database", default=DB, help=f"The bench's own database (default {DB}).")
     args = parser.parse_args()
+    use_database(args.database)
     rng = random.Random(args.seed)
     if not args.reuse:
         recreate_database()
