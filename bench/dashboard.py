@@ -22,6 +22,8 @@ side only: Postgres works in its own process). The pages:
 
 - feed: `/traces`, the first page (50 rows)
 - filtered: `/traces?model=gpt-4o&status=error&tag=tag-03&time_range=7d`
+- filtered, page 5: the same filter's fifth page (the cursor infinite scroll follows), where
+  Postgres's default costs chose a bitmap of every row the filter's indexes match
 - live: `/traces/live?after=<the newest row's cursor>`, the 2 s poll (nothing new, as most polls)
 - live+10: the poll with 10 newer rows to send
 - detail: `/traces/<id>` of a random trace (with its deliveries)
@@ -29,7 +31,8 @@ side only: Postgres works in its own process). The pages:
 - analytics: `/analytics` (the last 24 hours: figures, series and three breakdowns)
 - integrations: `/integrations` (the last 24 h of deliveries by status) and one integration's page
 
-With --explain, each page's slowest queries are run again under EXPLAIN (ANALYZE, BUFFERS): the
+With --explain, each page's slowest queries are run again under EXPLAIN (ANALYZE, BUFFERS), after the
+`SET LOCAL` settings the page ran them with (`selectors.trace_page`'s cpu_index_tuple_cost): the
 execution time Postgres reports and the pages it touched, figures less sensitive to the machine's
 load than the wall time.
 """
@@ -47,6 +50,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any
+from urllib.parse import urlencode
 
 from _benchdb import copy_rows, drop_indexes, rebuild_indexes, recreate_database, use_database
 
@@ -170,18 +174,29 @@ def _as_trace(row: tuple[Any, ...]) -> SimpleNamespace:
 
 
 def pages(team_id: int, runs: int) -> dict[str, Any]:
+    from django.http import QueryDict
+
     from integrations.models import Integration
+    from traces.filters import parse_trace_filter
     from traces.models import Trace
-    from traces.selectors import encode_cursor
+    from traces.selectors import encode_cursor, trace_page
 
     newest = Trace.objects.filter(team_id=team_id).order_by("-timestamp", "-id").first()
     assert newest is not None
     tenth = Trace.objects.filter(team_id=team_id).order_by("-timestamp", "-id")[10]
     ids = list(Trace.objects.filter(team_id=team_id).order_by("?").values_list("trace_id", flat=True)[:runs])
     hook = Integration.objects.get(team_id=team_id, name=DESTINATIONS["webhook"])
+    filtered = "model=gpt-4o&status=error&tag=tag-03&time_range=7d"
+    fifth: str | None = None
+    for _ in range(4):
+        _, fifth = trace_page(
+            team_id=team_id, trace_filter=parse_trace_filter(QueryDict(filtered)), limit=50, cursor=fifth
+        )
+    assert fifth is not None, "the filtered feed has fewer than five pages"
     return {
         "feed (first page)": lambda _: "/traces",
-        "filtered": lambda _: "/traces?model=gpt-4o&status=error&tag=tag-03&time_range=7d",
+        "filtered": lambda _: f"/traces?{filtered}",
+        "filtered (page 5)": lambda _: f"/traces?{filtered}&{urlencode({'cursor': fifth})}",
         "live poll (nothing new)": lambda _: f"/traces/live?after={encode_cursor(newest)}",
         "live poll (10 new)": lambda _: f"/traces/live?after={encode_cursor(tenth)}",
         "trace detail": lambda i: f"/traces/{ids[i % len(ids)]}",
@@ -223,7 +238,7 @@ def measure(team_id: int, runs: int, only: list[str]) -> None:
 def explain(team_id: int, only: list[str], top: int = 2) -> None:
     """Per page: its queries' count, and the ``top`` slowest under EXPLAIN (ANALYZE, BUFFERS):
     Postgres's own execution time and the 8 kB pages it touched (less load-sensitive than wall time)."""
-    from django.db import connection
+    from django.db import connection, transaction
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
@@ -238,13 +253,25 @@ def explain(team_id: int, only: list[str], top: int = 2) -> None:
         client.get(url_of(0))
         with CaptureQueriesContext(connection) as captured:
             client.get(url_of(1))
-        slowest = sorted(captured.captured_queries, key=lambda q: -float(q["time"]))[:top]
+        # each query with the SET LOCAL statements run right before it (in its transaction)
+        pending: list[str] = []
+        queries: list[tuple[float, str, list[str]]] = []
+        for query in captured.captured_queries:
+            sql = query["sql"].lstrip()
+            if sql.upper().startswith("SET LOCAL"):
+                pending.append(sql)
+                continue
+            queries.append((float(query["time"]), sql, pending))
+            pending = []
+        slowest = sorted(queries, key=lambda q: -q[0])[:top]
         figures = []
-        with connection.cursor() as cursor:
-            for query in slowest:
-                if not query["sql"].lstrip().upper().startswith("SELECT"):
-                    continue
-                cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {query['sql']}")
+        for _, sql, settings in slowest:
+            if not sql.upper().startswith("SELECT"):
+                continue
+            with transaction.atomic(), connection.cursor() as cursor:
+                for setting in settings:
+                    cursor.execute(setting)
+                cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}")
                 plan = cursor.fetchone()[0][0]
                 pages_touched = plan["Plan"].get("Shared Hit Blocks", 0) + plan["Plan"].get("Shared Read Blocks", 0)
                 figures.append(f"{plan['Execution Time']:.1f} ({pages_touched:,})")
