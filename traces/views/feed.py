@@ -23,6 +23,7 @@ from traces.models import Trace
 from traces.selectors import CursorError, encode_cursor, trace_page, traces_newer, traces_newer_count
 
 from .forms import FeedFilterForm
+from .rows import feed_rows
 
 PAGE = 50
 LIVE_MAX = 100  # rows per poll; a bigger burst arrives over the next polls
@@ -60,6 +61,7 @@ def trace_feed(request: DashboardRequest) -> HttpResponse:
     newest = encode_cursor(rows[0]) if rows and not cursor else FLOOR_CURSOR
     context |= {
         "rows": rows,
+        "feed_rows": feed_rows(rows),
         "paged": bool(cursor),
         "live_url": _url("trace-feed-live", query, after=newest),
         "more_url": _url("trace-feed", query, cursor=next_cursor) if next_cursor else "",
@@ -101,7 +103,7 @@ def trace_feed_live(request: DashboardRequest) -> HttpResponse:
     except CursorError as exc:
         return HttpResponse(str(exc), status=400)
     context = {
-        "new_rows": rows,
+        "new_rows": feed_rows(rows, new=True),
         "paused": paused,
         "count": count,
         "count_capped": count > PAUSED_CAP,
