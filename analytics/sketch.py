@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Iterable
-from itertools import accumulate
+from itertools import accumulate, compress
 
 GAMMA = 1.02
 RELATIVE_ACCURACY = (GAMMA - 1) / (GAMMA + 1)
@@ -78,6 +78,43 @@ def merge_arrays(counts: dict[int, int], keys: list[int] | None, ns: list[int] |
     else:
         for key, n in zip(keys, ns or (), strict=True):
             counts[key] = get(key, 0) - n
+
+
+# Dense accumulators: a list indexed by key, for adding up many stored histograms into one (a
+# 30-day series point of ~90 rows): ``acc[key] += n`` costs a third of a dict's get-and-set. Keys
+# run from ZERO_KEY (-1: Python's last item, a slot of its own) to the key of the largest latency a
+# trace stores (a 32-bit integer of milliseconds).
+DENSE_SIZE = _key(2**31) + 2
+
+
+def dense() -> list[int]:
+    return [0] * DENSE_SIZE
+
+
+def add_dense(acc: list[int], keys: list[int] | None, ns: list[int] | None, sign: int = 1) -> bool:
+    """Add (``sign`` -1: take away) a stored histogram into ``acc`` (`dense`); False, with nothing
+    added, when a key lies outside it (then merge into a dict)."""
+    if not keys:
+        return True
+    if max(keys) >= DENSE_SIZE - 1:
+        return False
+    if sign == 1:
+        for key, n in zip(keys, ns or (), strict=True):
+            acc[key] += n
+    else:
+        for key, n in zip(keys, ns or (), strict=True):
+            acc[key] -= n
+    return True
+
+
+def merge_dense(counts: dict[int, int], acc: list[int]) -> None:
+    """Add a dense accumulator into ``counts`` (its non-zero keys only)."""
+    get = counts.get
+    zero = acc[ZERO_KEY]
+    if zero:
+        counts[ZERO_KEY] = get(ZERO_KEY, 0) + zero
+    for key in compress(range(DENSE_SIZE - 1), acc):
+        counts[key] = get(key, 0) + acc[key]
 
 
 def arrays(counts: dict[int, int]) -> tuple[list[int], list[int]]:

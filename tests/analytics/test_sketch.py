@@ -76,3 +76,29 @@ def test_taking_a_part_away_leaves_the_rest():
 def test_an_empty_histogram_has_no_quantiles():
     assert sketch.quantiles({}, [0.5, 0.99]) == [None, None]
     assert sketch.arrays({}) == ([], [])
+
+
+def test_dense_adding_equals_adding_into_a_dict():
+    """`add_dense` and `merge_dense` (many rows of one cell): zero latencies (ZERO_KEY, Python's
+    index -1), the largest latency a trace stores, parts taken away, into a dict with counts."""
+    rng = random.Random(9)
+    parts = [[rng.choice([0, 0, 1, 7, 2_147_483_647, rng.randint(0, 60_000)]) for _ in range(50)] for _ in range(12)]
+    signs = [1] * 9 + [-1] * 3
+    want: dict[int, int] = {5: 3, sketch.ZERO_KEY: 2}
+    got = dict(want)
+    acc = sketch.dense()
+    for part, sign in zip(parts, signs, strict=True):
+        counts: dict[int, int] = {}
+        for v in part:
+            sketch.add(counts, v)
+        sketch.merge_arrays(want, *sketch.arrays(counts), sign=sign)
+        assert sketch.add_dense(acc, *sketch.arrays(counts), sign=sign)
+    sketch.merge_dense(got, acc)
+    assert {k: n for k, n in got.items() if n} == {k: n for k, n in want.items() if n}
+
+
+def test_a_key_past_the_dense_range_is_refused_untouched():
+    acc = sketch.dense()
+    assert not sketch.add_dense(acc, [3, sketch.DENSE_SIZE - 1], [1, 1])
+    assert not any(acc)
+    assert sketch.add_dense(acc, [], [])
