@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from analytics import rollups
-from analytics.selectors import analytics_for_team, parse_query
+from analytics.selectors import analytics_for_team, analytics_groups, parse_query
 
 from ..factories import TeamFactory
 from .data import check, day_starts, make_traces, store
@@ -154,6 +154,21 @@ def test_group_limit(dataset):
     assert len(body["groups"]) == 2
     full = run(team, since="2026-11-18T00:00:00Z", group_by="model")
     assert body["groups"] == full["groups"][:2]
+
+
+@pytest.mark.parametrize("group", ["model", "tag", "user"])  # (user: from raw traces)
+def test_groups_alone_and_without_ttft(dataset, group):
+    """`analytics_groups` (the dashboard's breakdowns) gives the answer's groups; with
+    ``ttft=False`` the same but null TTFT percentiles."""
+    team, _rows = dataset
+    params = {"since": "2026-11-18T00:00:00Z", "group_by": group}
+    body = run(team, **params)
+    query = parse_query(params, now=NOW, limit=None)
+    assert analytics_groups(team_id=team.id, query=query, group_by=group, now=NOW) == body["groups"]
+    lean = analytics_groups(team_id=team.id, query=query, group_by=group, now=NOW, ttft=False)
+    no_ttft = {"p50": None, "p90": None, "p95": None, "p99": None}
+    assert lean == [{**g, "ttft_ms": {**no_ttft, "mean": g["ttft_ms"]["mean"]}} for g in body["groups"]]
+    assert any(g["ttft_ms"]["p50"] is not None for g in body["groups"])
 
 
 def test_folding_changes_no_figure(db):
