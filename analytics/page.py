@@ -5,10 +5,11 @@ the group's value)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote_plus, urlencode
 
 from django.urls import reverse
 from django.utils.safestring import SafeString
@@ -64,18 +65,28 @@ def _parse(iso: str) -> datetime:
 
 
 class Links:
-    """Trace feed URLs: the page's filters, a time window, and a group's value."""
+    """Trace feed URLs: the page's filters, a time window, and a group's value. (A 7-day page
+    links ~900 bars: the filters are encoded once, each link appends its own few parameters.)"""
 
     def __init__(self, filters: dict[str, list[str]]) -> None:
         self.base = {k: v for k, v in filters.items() if k not in TIME_PARAMS}
         self.feed = reverse("trace-feed")
+        encoded = urlencode(self.base, doseq=True)
+        self.prefix = f"{self.feed}?{encoded}&" if encoded else f"{self.feed}?"
 
     def to(self, since: str, until: str, **extra: str) -> str:
-        params = dict(self.base)
-        for name, value in extra.items():
-            params[name] = [*params.get("tag", []), value] if name == "tag" else [value]
-        params["since"], params["until"] = [since], [until]
-        return f"{self.feed}?{urlencode(params, doseq=True)}"
+        if any(name in self.base for name in extra):  # the link narrows one of the page's filters
+            params = dict(self.base)
+            for name, value in extra.items():
+                params[name] = [*params.get("tag", []), value] if name == "tag" else [value]
+            params["since"], params["until"] = [since], [until]
+            return f"{self.feed}?{urlencode(params, doseq=True)}"
+        tail = "".join(f"{name}={_quote(value)}&" for name, value in extra.items())
+        return f"{self.prefix}{tail}since={_quote(since)}&until={_quote(until)}"
+
+
+# (urlencode's quoting, kept: a page's links share a few dozen interval bounds and statuses.)
+_quote = functools.lru_cache(maxsize=4096)(quote_plus)
 
 
 def context(body: dict[str, Any], filters: dict[str, list[str]], *, groups: dict[str, Any]) -> dict[str, Any]:

@@ -69,3 +69,29 @@ def test_x_label_positions():
     assert charts.x_label_positions(0) == []
     assert charts.x_label_positions(3) == [0, 1, 2]
     assert charts.x_label_positions(24) == [0, 5, 10, 15, 20]
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {},
+        {"model": ["gpt 4&o/é"]},
+        {"status": ["error"], "tag": ["a b", "c+d"]},
+        {"provider": ["x"], "time_range": ["7d"]},
+    ],
+)
+def test_feed_links_are_the_filters_plus_window_and_group(filters):
+    """`page.Links.to` (the filters encoded once) gives what urlencode of the whole set gives."""
+    from urllib.parse import urlencode
+
+    from analytics.page import TIME_PARAMS, Links
+
+    links = Links(filters)
+    base = {k: v for k, v in filters.items() if k not in TIME_PARAMS}
+    for extra in ({}, {"status": "success"}, {"tag": "t&1"}, {"model": "m=1"}):
+        params = dict(base)
+        for name, value in extra.items():
+            params[name] = [*params.get("tag", []), value] if name == "tag" else [value]
+        params["since"], params["until"] = ["2026-11-20T00:00:00Z"], ["2026-11-21T00:00:00Z"]
+        want = "/traces?" + urlencode(params, doseq=True)
+        assert links.to("2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z", **extra) == want
