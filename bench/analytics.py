@@ -3,6 +3,7 @@
     .venv/bin/python bench/analytics.py                    # 10M traces
     .venv/bin/python bench/analytics.py --traces 2000000 --runs 30
     .venv/bin/python bench/analytics.py --reuse            # query the database a previous run loaded
+    .venv/bin/python bench/analytics.py --reuse --pages    # and time the /analytics page (24 h, 7 and 30 days)
 
 Makes its own Postgres database (`BENCH_DB`, default `tracerelay_bench_analytics`, on
 DATABASE_URL's server), migrates it, and loads N traces of one team spread over the last 30 days
@@ -123,12 +124,56 @@ def measure(team_id: int, runs: int) -> None:
     connection.close()
 
 
+PAGES = [
+    "/analytics",
+    "/analytics?time_range=7d",
+    "/analytics?time_range=30d",
+    "/analytics?time_range=7d&provider=openai",
+]
+
+
+def measure_pages(team_id: int, runs: int) -> None:
+    """The /analytics page (figures, three breakdowns, charts, template) through Django's test
+    client, signed in as a member of the team: wall p50/p95 and this process's CPU."""
+    import uuid
+
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from accounts.models import Membership, Role
+
+    member = Membership.objects.filter(team_id=team_id).select_related("user").first()
+    if member is None:
+        user = get_user_model().objects.create_user(username="bench@example.com", password=uuid.uuid4().hex)
+        Membership.objects.create(team_id=team_id, user=user, role=Role.OWNER)
+    else:
+        user = member.user
+    client = Client()
+    client.force_login(user)
+    print(f"\nload average {os.getloadavg()[0]:.1f}; the /analytics page, {runs} runs, the first not counted")
+    print(f"{'page':<44} {'p50':>8} {'p95':>8} {'cpu':>8}")
+    for path in PAGES:
+        times, cpu = [], []
+        for i in range(runs + 1):
+            t, c = time.perf_counter(), time.process_time()
+            response = client.get(path)
+            assert response.status_code == 200, (path, response.status_code)
+            if i:
+                times.append((time.perf_counter() - t) * 1000)
+                cpu.append((time.process_time() - c) * 1000)
+        times.sort()
+        p95 = times[min(len(times) - 1, math.ceil(len(times) * 0.95) - 1)]
+        p50, cpu50 = statistics.median(times), statistics.median(cpu)
+        print(f"{path:<44} {p50:>5.1f} ms {p95:>5.1f} ms {cpu50:>5.1f} ms", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", type=int, default=10_000_000)
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--reuse", action="store_true", help="Query what a previous run loaded.")
+    parser.add_argument("--pages", action="store_true", help="Also time the /analytics page (test client).")
     args = parser.parse_args()
     if not args.reuse:
         recreate_database()
@@ -153,6 +198,8 @@ def main() -> None:
             print(f"  {table}: {cursor.fetchone()[0]:,} rows")
     check(team.id)
     measure(team.id, args.runs)
+    if args.pages:
+        measure_pages(team.id, args.runs)
 
 
 if __name__ == "__main__":
