@@ -9,7 +9,7 @@ class AnalyticsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Rollup deltas are written in the transaction that stores the traces (docs/analytics.md).
+        # Traces are named as pending in the transaction that stores them (docs/analytics.md).
         from .rollups import record_stored  # imports models: only once apps are loaded
 
         traces_stored.connect(record_stored, dispatch_uid="analytics.rollups")

@@ -4,6 +4,8 @@ default), where Python adds them."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -46,3 +48,33 @@ class IntArrayField(models.Field):  # type: ignore[type-arg]
         if value is None or connection.vendor == "postgresql":
             return value
         return orjson.dumps(list(value)).decode()
+
+
+class UUIDArrayField(models.Field):  # type: ignore[type-arg]
+    """A list of UUIDs: ``uuid[]`` on Postgres, JSON text of their hex forms elsewhere (a SQLite
+    UUIDField's own form, so the ids compare with the traces' primary keys)."""
+
+    description = "A list of UUIDs (Postgres uuid[], JSON text elsewhere)"
+
+    def db_type(self, connection: Any) -> str:
+        return "uuid[]" if connection.vendor == "postgresql" else "text"
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> list[uuid.UUID] | None:
+        if isinstance(value, str | bytes):
+            return [uuid.UUID(item) for item in orjson.loads(value)]
+        return value  # type: ignore[no-any-return]
+
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        if value is None:
+            return None
+        return array_text(value) if connection.vendor == "postgresql" else json_text(value)
+
+
+def array_text(ids: Iterable[uuid.UUID]) -> str:
+    """Postgres array text of ``ids`` (cast it: ``%s::uuid[]``). Hex without dashes, which uuid
+    input accepts: 3-4x cheaper than psycopg's list dumper, which checks every element."""
+    return "{" + ",".join([u.hex for u in ids]) + "}"
+
+
+def json_text(ids: Iterable[uuid.UUID]) -> str:
+    return orjson.dumps([u.hex for u in ids]).decode()

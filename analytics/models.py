@@ -1,9 +1,10 @@
 """Rollups: exact counts and sums plus latency histograms per team, time bucket and slice.
 
-Ingest appends `RollupDelta` rows in its own transaction (insert only: concurrent writers never
-wait on each other); `analytics.rollups.fold` (beat, every few seconds) moves them into the
-minute, hour and day tables. Readers add the folded rows and the deltas not folded yet, in one
-snapshot, so a figure is exact at any instant (docs/analytics.md).
+Ingest writes one `PendingBatch` row per transaction and team, naming the traces it stored (insert
+only: concurrent writers never wait on each other); `analytics.rollups.fold` (beat, every few
+seconds) adds those traces into the minute, hour and day tables and deletes the batch rows.
+Readers add the folded rows and the pending traces, in one snapshot, so a figure is exact at any
+instant (docs/analytics.md).
 
 Buckets are UTC epoch seconds of the bucket's start (integers compare and index the same on
 Postgres and SQLite); costs are integers of 1e-10 USD (Trace.cost has 10 decimal places), so sums
@@ -16,14 +17,13 @@ from django.conf import settings
 from django.db import models
 
 from accounts.models import Team
-from traces.models import _uuid7
 
-from .fields import IntArrayField
+from .fields import IntArrayField, UUIDArrayField
 
 
 class Kind(models.IntegerChoices):
-    """Which slice of the traces a row counts. DIMS and TAG rows are written by ingest; the others
-    are derived from DIMS rows when folding, so unfiltered and one-dimension queries read a few
+    """Which slice of the traces a row counts. The fold counts traces into DIMS and TAG slices and
+    derives the others from the DIMS ones, so unfiltered and one-dimension queries read a few
     rows per bucket instead of every combination."""
 
     DIMS = 0, "model × provider × status × environment × service"
@@ -101,17 +101,25 @@ class RollupFields(models.Model):
         abstract = True
 
 
-class RollupDelta(RollupFields):
-    """What one ingest transaction added, per minute and slice (DIMS and TAG rows only)."""
+class PendingBatch(models.Model):
+    """Traces one ingest transaction stored for a team that the rollups do not count yet: written
+    with the traces (one small INSERT, `analytics.rollups.record`), deleted by the fold that adds
+    them into the minute, hour and day rows. Readers count the traces of the batches present in
+    their snapshot straight from the traces table (`analytics.pending`).
 
-    # A UUIDv7 made in Python: COPY needs no round trip to a sequence first.
-    id = models.UUIDField(primary_key=True, default=_uuid7, editable=False)
+    No foreign keys: the INSERT checks nothing. A trace deleted before its batch is folded (retention)
+    is simply not found by the fold nor by readers."""
+
+    team_id = models.BigIntegerField()
+    trace_ids = UUIDArrayField()
+    first_second = models.BigIntegerField(help_text="UTC epoch second of the earliest trace's timestamp.")
+    last_second = models.BigIntegerField(help_text="UTC epoch second of the latest trace's timestamp.")
 
     class Meta:
-        indexes = [models.Index(fields=["team", "bucket"], name="rollup_delta_team_bucket")]
+        indexes = [models.Index(fields=["team_id", "first_second"], name="pending_batch_team_first")]
 
     def __str__(self) -> str:
-        return f"delta {self.team_id} @{self.bucket} kind {self.kind}"
+        return f"pending {len(self.trace_ids or [])} traces of team {self.team_id}"
 
 
 def _unique_slice(name: str) -> models.UniqueConstraint:

@@ -1,4 +1,4 @@
-"""Which rollup rows a read adds up: `Part`s, one SELECT each (a table, a slice, time ranges, a
+"""Which folded rollup rows a read adds up: `Part`s, one SELECT each (a table, a slice, time ranges, a
 sign), shared by the Python reader (`analytics.reading`) and the SQL one (`analytics.merged`), so
 both read exactly the same rows."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from .models import GRAINS, RollupDelta, RollupFields
+from .models import GRAINS, RollupFields
 from .plan import Ranges, day_noon, noon_of_day
 from .slices import Slice
 from .stats import Stats
@@ -49,12 +49,9 @@ class Part:
         return qs.values_list("bucket", *([self.group] if self.group else []), *columns)
 
 
-def parts_of(
-    slice_: Slice, pieces: dict[str, Ranges], *, since: int, until: int, extra_where: dict[str, Any] | None = None
-) -> list[Part]:
-    """The folded rows of ``pieces`` and the deltas of [since, until) but the minutes raw traces answer."""
-    extra = extra_where or {}
-    where, delta_where = {**slice_.where, **extra}, {**slice_.delta_where, **extra}
+def parts_of(slice_: Slice, pieces: dict[str, Ranges], *, extra_where: dict[str, Any] | None = None) -> list[Part]:
+    """The folded rows of ``pieces`` (the traces not folded yet: `analytics.pending`)."""
+    where = {**slice_.where, **(extra_where or {})}
     parts = []
     for grain, ranges in pieces.items():
         if grain == "raw" or not ranges:
@@ -64,8 +61,6 @@ def parts_of(
             parts.append(Part(model, slice_.kind, where, slice_.group, ranges, -1, "noon_of_day"))
         else:
             parts.append(Part(model, slice_.kind, where, slice_.group, ranges, 1, _ANCHOR.get(grain, "bucket")))
-    raw = pieces.get("raw", [])
-    parts.append(Part(RollupDelta, slice_.delta_kind, delta_where, slice_.delta_group, [(since, until)], skip=raw))
     return parts
 
 

@@ -1,4 +1,5 @@
-"""Reading figures: folded rollup rows, deltas not folded yet, and raw traces, into `Stats`.
+"""Reading figures: folded rollup rows, traces not folded yet (`analytics.pending`), and raw
+traces, into `Stats`.
 
 Every reader adds into ``out[(interval index, group key)]``; the caller picks the pieces (which
 grain answers which seconds, `analytics.plan`) so that every trace is counted exactly once.
@@ -22,6 +23,7 @@ from traces.selectors import traces_for_team
 from . import merged, sketch
 from .models import COUNTERS, HISTOGRAMS
 from .parts import ANCHORS, Acc, parts_of
+from .pending import PendingPart, add_rows
 from .plan import Ranges
 from .slices import RAW_COLUMN, Slice
 from .stats import Stats
@@ -46,14 +48,20 @@ def read_rollups(
     extra_where: dict[str, Any] | None = None,
     point_quantiles: tuple[float, ...] | None = None,
 ) -> None:
-    """Add the rollups of ``pieces`` (and the deltas not folded yet) into ``acc`` under (interval
-    index, group key); ``starts`` are the intervals' starts, None for one interval (index 0).
-    ``hists``: "both", "latency", "ttft" or "none" (counters only). On Postgres all parts are read in
-    one statement that also works out each row's interval (`analytics.merged`); elsewhere one
-    query per part, here."""
-    parts = parts_of(slice_, pieces, since=since, until=until, extra_where=extra_where)
+    """Add the rollups of ``pieces`` and the traces of [since, until) not folded yet (but those of
+    the minutes raw traces answer) into ``acc`` under (interval index, group key); ``starts`` are
+    the intervals' starts, None for one interval (index 0). ``hists``: "both", "latency", "ttft" or
+    "none" (counters only). On Postgres all folded parts are read in one statement that also works
+    out each row's interval (`analytics.merged`); elsewhere one query per part, here."""
+    parts = parts_of(slice_, pieces, extra_where=extra_where)
+    pending = PendingPart(
+        {**slice_.trace_where, **(extra_where or {})}, slice_.trace_group, since, until, pieces.get("raw", [])
+    ).rows(team_id)
+    if pending:  # (a point's histogram is then more than its one stored row)
+        point_quantiles = None
     if connection.vendor == "postgresql":
         merged.read(acc, team_id=team_id, parts=parts, starts=starts, hists=hists, point_quantiles=point_quantiles)
+        add_rows(acc, pending, starts)
         return
     columns = [*COUNTERS, *_HIST_COLUMNS[hists]]
     latency, ttft = hists in ("both", "latency"), hists in ("both", "ttft")
@@ -70,6 +78,7 @@ def read_rollups(
                 sketch.merge_arrays(stats.latency, hist[0], hist[1], sign)
             if ttft:
                 sketch.merge_arrays(stats.ttft, hist[-2], hist[-1], sign)
+    add_rows(acc, pending, starts)
 
 
 _HIST_COLUMNS = {

@@ -1,12 +1,14 @@
 """Keeping the rollups: `record` (inside ingest's transaction) and `fold` (beat, every few seconds).
 
-`record` turns a batch of new traces into a few pre-aggregated delta rows (one per team, minute
-and dimension combination, and one per team, minute and tag) and appends them with the same
-COPY as the traces: insert only, so concurrent ingest transactions never wait on each other
-for a counter row. `fold` moves deltas into the minute, hour and day tables in one transaction
-(delete the deltas it read + add them into the folded rows), and derives the team-wide and
-one-dimension rows there, off the ingest path. One folder at a time (an advisory lock on
-Postgres; SQLite serialises writers anyway).
+`record` writes one `PendingBatch` row per team of the transaction: the ids of the traces it
+stored and their first and last second, with one small INSERT (no aggregation on the ingest path;
+insert only, so concurrent ingest transactions never wait on each other). `fold` claims batch
+rows, loads their traces, works out their deltas (`build_deltas`: one per team, minute and
+dimension combination, and one per team, minute and tag), adds those into the minute, hour and
+day tables, deriving the team-wide and one-dimension rows there, and deletes the batch rows, all
+in one transaction. One folder at a time (an advisory lock on Postgres; SQLite serialises
+writers anyway). Until then readers count the batches' traces from the traces table
+(`analytics.pending`).
 """
 
 from __future__ import annotations
@@ -18,27 +20,60 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from config.bulk import build_row, insert_rows
+from config.bulk import build_row, insert_few, insert_rows
 from traces.models import SPAN_PROVIDER, Trace
 
 from . import sketch
 from .fields import IntArrayField
-from .models import COUNTERS, DIMENSIONS, GRAINS, HISTOGRAMS, ONE_DIMENSION, Kind, RollupDelta, RollupFields
+from .models import COUNTERS, DIMENSIONS, GRAINS, HISTOGRAMS, ONE_DIMENSION, Kind, PendingBatch, RollupFields
 from .stats import Stats, cost_units
 
-FOLD_BATCH = 20_000
+FOLD_BATCH = 500  # pending batch rows per fold transaction (up to 1,000 traces each)
+LOAD_CHUNK = 2_000  # trace ids per query when the fold loads traces
 _FOLD_LOCK = 0x7472_6163_6572  # pg advisory lock id: "tracer"
 _BLANK_DIMS = ("",) * len(DIMENSIONS)
 _STATUS = DIMENSIONS.index("status")
 SliceKey = tuple[int, int, int, str, str, str, str, str, str]  # team, bucket, kind, *DIMENSIONS, key
+# What `build_deltas` reads of a trace, in this order (a `values_list` row).
+TRACE_COLUMNS = (
+    "team_id",
+    "timestamp",
+    "model",
+    "provider",
+    "status",
+    "environment",
+    "service_name",
+    "tags",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "cost",
+    "unpriced",
+    "usage_estimated",
+    "latency_ms",
+    "time_to_first_token_ms",
+)
+_PENDING = PendingBatch._meta
+_PENDING_COLUMNS = ("team_id", "trace_ids", "first_second", "last_second")  # (named as their fields)
 
 
 def record(rows: Sequence[Trace]) -> None:
-    """Append the rollup deltas of freshly stored traces. Call it inside the transaction that
-    inserts ``rows``, so the deltas commit (or roll back) with them."""
-    deltas = build_deltas(rows)
-    if deltas:
-        insert_rows(deltas)
+    """Name freshly stored traces as pending, one `PendingBatch` row per team. Call it inside the
+    transaction that inserts ``rows``, so the rows commit (or roll back) with them. The SDK's manual
+    spans are left out: the rollups count LLM calls only (traces.models)."""
+    teams: dict[int, list[Trace]] = {}
+    for t in rows:
+        if t.provider != SPAN_PROVIDER:
+            teams.setdefault(t.team_id, []).append(t)
+    if not teams:
+        return
+    field = _PENDING.get_field("trace_ids")
+    values = []
+    for team_id, traces in teams.items():
+        seconds = [int(t.timestamp.timestamp()) for t in traces]
+        ids = field.get_db_prep_value([t.id for t in traces], connection)
+        values.append((team_id, ids, min(seconds), max(seconds)))
+    insert_few(_PENDING.db_table, _PENDING_COLUMNS, values, casts=("", "uuid[]", "", ""))
 
 
 def record_stored(sender: Any, *, rows: Sequence[Trace], **_: Any) -> None:
@@ -46,27 +81,33 @@ def record_stored(sender: Any, *, rows: Sequence[Trace], **_: Any) -> None:
     record(rows)
 
 
-def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
-    """The deltas of a batch. Ingest's hot path (bench/analytics_write.py): each trace's figures are
-    worked out once and added inline into plain lists, not through `Stats.add_trace` per row; the
-    histogram key is a table lookup (`sketch.key_of`); costs are added as Decimals (exact) and
-    turned into 1e-10 USD once per row. (A column-wise version, grouping first and summing with
-    builtins, was 2x faster on few combinations and 2x slower on realistic ones, where most groups
-    hold one or two traces; adding up in SQL cost Postgres more than this costs Python.)"""
+def as_columns(trace: Any) -> tuple[Any, ...]:
+    """A trace (or anything with its attributes) as a `build_deltas` row."""
+    return tuple(getattr(trace, name) for name in TRACE_COLUMNS)
+
+
+def build_deltas(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The deltas of traces given as TRACE_COLUMNS tuples: rows laid out as `_ROW_COLUMNS`, one per
+    team, minute and dimension combination (DIMS) and per team, minute and tag (TAG). The fold's
+    inner loop (bench/analytics_write.py): each trace's figures are worked out once and added inline
+    into plain lists, not through `Stats.add_trace` per row; the histogram key is a table lookup
+    (`sketch.key_of`); costs are added as Decimals (exact) and turned into 1e-10 USD once per row.
+    (A column-wise version, grouping first and summing with builtins, was 2x faster on few
+    combinations and 2x slower on realistic ones, where most groups hold one or two traces; adding
+    up in SQL cost Postgres more than this costs Python.)"""
     acc: dict[tuple[Any, ...], list[Any]] = {}
     key_of = sketch.key_of
     zero = _ZERO
-    for t in rows:
-        if t.provider == SPAN_PROVIDER:  # the SDK's manual blocks are no LLM calls (traces.models)
+    for (team_id, timestamp, model, provider, status, environment, service_name, tags, prompt, completion, total,
+         cost, unpriced, usage_estimated, latency, ttft) in rows:  # fmt: skip
+        if provider == SPAN_PROVIDER:  # the SDK's manual blocks are no LLM calls (traces.models)
             continue
-        minute = int(t.timestamp.timestamp()) // 60 * 60
-        status = t.status
-        latency, ttft, cost = t.latency_ms, t.time_to_first_token_ms, t.cost
+        minute = int(timestamp.timestamp()) // 60 * 60
         lkey = None if latency is None else key_of(latency)
         tkey = None if ttft is None else key_of(ttft)
-        keys: list[tuple[Any, ...]] = [(t.team_id, minute, t.model, t.provider, status, t.environment, t.service_name)]
-        if t.tags:
-            keys.extend((t.team_id, minute, tag) for tag in set(t.tags) if isinstance(tag, str))
+        keys: list[tuple[Any, ...]] = [(team_id, minute, model, provider, status, environment, service_name)]
+        if tags:
+            keys.extend((team_id, minute, tag) for tag in set(tags) if isinstance(tag, str))
         for key in keys:
             a = acc.get(key)
             if a is None:
@@ -78,13 +119,13 @@ def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
                 a[2] += 1
             elif status == "rate_limited":
                 a[3] += 1
-            a[4] += t.prompt_tokens
-            a[5] += t.completion_tokens
-            a[6] += t.total_tokens
+            a[4] += prompt
+            a[5] += completion
+            a[6] += total
             if cost is not None:
                 a[7] += cost
-            a[8] += t.unpriced
-            a[9] += t.usage_estimated
+            a[8] += unpriced
+            a[9] += usage_estimated
             if lkey is not None:
                 a[10] += 1
                 a[11] += latency
@@ -94,18 +135,14 @@ def build_deltas(rows: Iterable[Trace]) -> list[RollupDelta]:
                 a[13] += ttft
                 a[15][tkey] = a[15].get(tkey, 0) + 1
     out = []
+    dims_kind, tag_kind = Kind.DIMS.value, Kind.TAG.value
     for key, a in acc.items():
-        values: dict[str, Any] = dict(zip(COUNTERS, a, strict=False))
-        values["cost_e10"] = cost_units(a[7])
-        values["latency_keys"], values["latency_counts"] = sketch.arrays(a[14])
-        values["ttft_keys"], values["ttft_counts"] = sketch.arrays(a[15])
-        values["team_id"], values["bucket"] = key[0], key[1]
+        counters = (*a[:7], cost_units(a[7]), *a[8:14])
+        hists = (*sketch.arrays(a[14]), *sketch.arrays(a[15]))
         if len(key) == 3:
-            values["kind"], values["key"] = Kind.TAG.value, key[2]
+            out.append((key[0], key[1], tag_kind, *_BLANK_DIMS, key[2], *counters, *hists))
         else:
-            values["kind"] = Kind.DIMS.value
-            values.update(zip(DIMENSIONS, key[2:], strict=True))
-        out.append(build_row(RollupDelta, values))
+            out.append((key[0], key[1], dims_kind, *key[2:], "", *counters, *hists))
     return out
 
 
@@ -114,12 +151,12 @@ _ARRAY = IntArrayField()
 
 
 def fold(*, batch: int = FOLD_BATCH) -> int:
-    """Fold every delta present now into the minute/hour/day rollups; how many delta rows."""
+    """Fold every pending batch present now into the minute/hour/day rollups; how many traces."""
     total = 0
     while True:
-        done = _fold_once(batch)
-        total += done
-        if done < batch:
+        batches, traces = _fold_once(batch)
+        total += traces
+        if batches < batch:
             return total
 
 
@@ -142,35 +179,51 @@ _ROW_COLUMNS = ("team_id", "bucket", "kind", *DIMENSIONS, "key", *COUNTERS, *HIS
 _NC = len(COUNTERS)
 
 
-def _fold_once(batch: int) -> int:
+def _fold_once(batch: int) -> tuple[int, int]:
+    """One transaction: claim up to ``batch`` pending batches, add their traces into the rollups,
+    delete them; (batches, traces folded). A trace deleted meanwhile (retention) is not found."""
     with transaction.atomic():
+        claimed = PendingBatch.objects.order_by("id")
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_FOLD_LOCK])
                 if not cursor.fetchone()[0]:
-                    return 0  # another folder is at it
-        rows = list(RollupDelta.objects.values_list("id", *_ROW_COLUMNS)[:batch])
-        if not rows:
-            return 0
-        folded: dict[str, dict[SliceKey, Stats]] = {grain: defaultdict(Stats) for grain in GRAINS}
-        for row in rows:
-            team_id, bucket, kind = row[1], row[2], row[3]
-            dims = tuple(row[4:9])
-            key = row[9]
-            stats = Stats()
-            stats.add_stored(row[10 : 10 + _NC], row[10 + _NC :])
-            slices = slices_of(kind, dims, key)
-            for grain, (size, _model) in GRAINS.items():
-                start = bucket // size * size
-                target = folded[grain]
-                for s_kind, s_dims, s_key in slices:
-                    target[(team_id, start, s_kind, *s_dims, s_key)].merge(stats)  # type: ignore[index]
-        ids = [row[0] for row in rows]
-        for i in range(0, len(ids), 1000):
-            RollupDelta.objects.filter(pk__in=ids[i : i + 1000])._raw_delete(RollupDelta.objects.db)
-        for grain, (_size, model) in GRAINS.items():
-            _add_into(model, folded[grain])
-    return len(rows)
+                    return 0, 0  # another folder is at it
+            claimed = claimed.select_for_update(skip_locked=True)
+        pending = list(claimed.values_list("id", "trace_ids")[:batch])
+        if not pending:
+            return 0, 0
+        ids = [trace_id for _pk, trace_ids in pending for trace_id in trace_ids]
+        rows: list[tuple[Any, ...]] = []
+        for i in range(0, len(ids), LOAD_CHUNK):
+            rows += Trace._base_manager.filter(pk__in=ids[i : i + LOAD_CHUNK]).values_list(*TRACE_COLUMNS)
+        add_deltas(build_deltas(rows))
+        done = [pk for pk, _ids in pending]
+        for i in range(0, len(done), 1000):
+            PendingBatch.objects.filter(pk__in=done[i : i + 1000])._raw_delete(PendingBatch.objects.db)
+    return len(pending), len(rows)
+
+
+def add_deltas(
+    deltas: Iterable[tuple[Any, ...]], grains: dict[str, tuple[int, type[RollupFields]]] | None = None
+) -> None:
+    """Add delta rows (`build_deltas`' layout) into the minute, hour and day tables (``grains``: the
+    models to write, the migration's historical ones; default the app's). Call it holding the fold
+    lock, or where no fold runs (the migration, the benches' loaders)."""
+    grains = grains or GRAINS
+    folded: dict[str, dict[SliceKey, Stats]] = {grain: defaultdict(Stats) for grain in grains}
+    for row in deltas:
+        team_id, bucket, kind = row[0], row[1], row[2]
+        stats = Stats()
+        stats.add_stored(row[9 : 9 + _NC], row[9 + _NC :])
+        slices = slices_of(kind, tuple(row[3:8]), row[8])
+        for grain, (size, _model) in grains.items():
+            start = bucket // size * size
+            target = folded[grain]
+            for s_kind, s_dims, s_key in slices:
+                target[(team_id, start, s_kind, *s_dims, s_key)].merge(stats)  # type: ignore[index]
+    for grain, (_size, model) in grains.items():
+        _add_into(model, folded[grain])
 
 
 def _add_into(model: type[RollupFields], entries: dict[SliceKey, Stats]) -> None:

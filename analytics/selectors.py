@@ -2,7 +2,7 @@
 answer (analytics.slices) and from the raw traces (bounded) when they cannot.
 
 All reads of one answer run in one snapshot (REPEATABLE READ on Postgres), so a fold committing
-meanwhile cannot make a delta count twice or not at all.
+meanwhile cannot make a pending trace count twice or not at all.
 """
 
 from __future__ import annotations
@@ -151,13 +151,13 @@ def _rollup_groups(
     _read(ranking, team_id, group_slice, whole, plan, None, "none")
     _raw_groups(ranking, team_id, f, raw, group_by, plan)
     shown = [key for key, _stats in _ranked(ranking)[:limit]]
-    assert group_slice.group is not None and group_slice.delta_group is not None
+    assert group_slice.group is not None and group_slice.trace_group is not None
     if not shown:
         return
     only = dataclasses.replace(
         group_slice,
         where={**group_slice.where, f"{group_slice.group}__in": shown},
-        delta_where={**group_slice.delta_where, f"{group_slice.delta_group}__in": shown},
+        trace_where={**group_slice.trace_where, f"{group_slice.trace_group}__in": shown},
     )
     _read(acc, team_id, only, whole, plan, None, hists)
     _raw_groups(acc, team_id, f, raw, group_by, plan)
@@ -292,7 +292,7 @@ def _read(
     hists: str = "both",
     point_quantiles: tuple[float, ...] | None = None,
 ) -> None:
-    """Folded rows of ``pieces`` and deltas of the range into ``acc`` per interval of ``starts``
+    """Folded rows of ``pieces`` and pending traces of the range into ``acc`` per interval of ``starts``
     (None: all in one)."""
     read_rollups(
         acc,

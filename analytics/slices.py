@@ -37,9 +37,10 @@ class Slice:
     kind: int  # folded rows to read
     where: dict[str, Any] = field(default_factory=dict)
     group: str | None = None  # folded column to group by
-    delta_kind: int = Kind.DIMS.value  # delta rows to read (only DIMS and TAG rows are written)
-    delta_where: dict[str, Any] = field(default_factory=dict)
-    delta_group: str | None = None
+    # The same slice of the traces not folded yet (analytics.pending): lookups on Trace's columns,
+    # and the Trace column to group by ("tags": once under each tag).
+    trace_where: dict[str, Any] = field(default_factory=dict)
+    trace_group: str | None = None
 
 
 def raw_reasons(trace_filter: TraceFilter, group_by: str | None) -> list[str]:
@@ -74,23 +75,23 @@ def slice_for(trace_filter: TraceFilter, group_by: str | None) -> Slice | None:
         return None
     tag = Kind.TAG.value
     if trace_filter.tags:
-        where = {"key": trace_filter.tags[0]}
-        return Slice(tag, where, None, tag, where, None)
+        return Slice(tag, {"key": trace_filter.tags[0]}, None, {"tags__has_item": trace_filter.tags[0]}, None)
     if group_by == "tag":
-        return Slice(tag, {}, "key", tag, {}, "key")
+        return Slice(tag, {}, "key", {}, "tags")
     dims = _dimension_filters(trace_filter)
     group_column = RAW_COLUMN[group_by] if group_by else None
     columns = set(dims) | ({group_column} if group_column else set())
-    delta_where = {lookup: value for column in dims for lookup, value in dims[column].items()}
+    # (The DIMS columns are named as the trace columns they count.)
+    trace_where = {lookup: value for column in dims for lookup, value in dims[column].items()}
     if not columns:
-        return Slice(Kind.ALL.value, {}, None, Kind.DIMS.value, {}, None)
+        return Slice(Kind.ALL.value, {}, None, {}, None)
     if len(columns) == 1 or columns == {"provider", "status"}:
         column = "provider" if "provider" in columns else next(iter(columns))
         where = {lookup.replace(column, "key", 1): value for lookup, value in dims.get(column, {}).items()}
         where.update(dims.get("status", {}) if column == "provider" else {})
         group = None if group_column is None else ("key" if group_column == column else group_column)
-        return Slice(_KIND_OF_COLUMN[column], where, group, Kind.DIMS.value, delta_where, group_column)
-    return Slice(Kind.DIMS.value, delta_where, group_column, Kind.DIMS.value, delta_where, group_column)
+        return Slice(_KIND_OF_COLUMN[column], where, group, trace_where, group_column)
+    return Slice(Kind.DIMS.value, trace_where, group_column, trace_where, group_column)
 
 
 def _dimension_filters(f: TraceFilter) -> dict[str, dict[str, Any]]:

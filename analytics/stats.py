@@ -1,6 +1,6 @@
 """`Stats`: the exact counters and the two histograms of a set of traces, and how they add up.
 
-One accumulator for every path: ingest's deltas, the fold, the readers of rollups and the raw
+One accumulator for every path: the fold, the readers of rollups and the raw
 scans all count with it, so they cannot disagree on a definition.
 """
 

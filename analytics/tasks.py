@@ -1,4 +1,4 @@
-"""Beat tasks: fold rollup deltas (every TRACERELAY_ANALYTICS_FOLD_INTERVAL_S) and enforce
+"""Beat tasks: fold pending traces into the rollups (every TRACERELAY_ANALYTICS_FOLD_INTERVAL_S) and enforce
 retention (hourly). Both are front doors to services, nothing more."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from . import retention, rollups
 
 log = logging.getLogger(__name__)
 
-FOLD_TASK_NAME = "analytics: fold rollup deltas"
+FOLD_TASK_NAME = "analytics: fold rollup deltas"  # (the name deployments' beat schedules hold)
 RETENTION_TASK_NAME = "analytics: delete data past retention"
 RETENTION_EVERY_S = 3600
 
@@ -25,7 +25,7 @@ RETENTION_EVERY_S = 3600
 def fold() -> None:
     folded = rollups.fold()
     if folded:
-        log.debug("analytics: folded %d delta rows", folded)
+        log.debug("analytics: folded %d traces", folded)
 
 
 @shared_task(name="analytics.retention", queue=Queue.INGEST, ignore_result=True)

@@ -7,8 +7,8 @@ equivalent of the fold: the same slices (`analytics.rollups.slices_of`) and the 
 as `analytics.stats.Stats` (histogram key ``ceil(ln(v) / ln(1.02))``, the same double-precision
 arithmetic as `analytics.sketch`; 0 in key -1), DIMS and TAG rows per hour (and per minute for the
 last TRACERELAY_RETENTION_MINUTE_HOURS) from the traces, the other kinds and the days from those by
-adding their rows up (``unnest ... GROUP BY key``). The last hour goes through the production path:
-`rollups.build_deltas` per batch of 1,000, then `rollups.fold`. `check` compares the 30-day totals
+adding their rows up (``unnest ... GROUP BY key``). The last hour goes through the fold's own code:
+`rollups.build_deltas` per batch of 1,000, then `rollups.add_deltas`. `check` compares the 30-day totals
 with a count of the traces.
 """
 
@@ -274,7 +274,6 @@ def load(team_id: int, total: int, now: datetime, seed: int) -> None:
     from django.db import connection, transaction
 
     from analytics import rollups
-    from config.bulk import insert_rows
 
     rng = random.Random(seed)
     hours = 30 * 24
@@ -292,10 +291,10 @@ def load(team_id: int, total: int, now: datetime, seed: int) -> None:
         with connection.cursor() as cursor:
             copy_traces(cursor.cursor, rows)
         loaded += len(rows)
-        if h == hours - 1:  # the last hour: the production path (deltas per batch of 1,000, then the fold)
+        if h == hours - 1:  # the last hour: the fold's own code (its deltas per batch of 1,000, added up)
             for i in range(0, len(rows), 1000):
                 with transaction.atomic():
-                    insert_rows(rollups.build_deltas(rows[i : i + 1000]))  # type: ignore[arg-type]
+                    rollups.add_deltas(rollups.build_deltas(map(rollups.as_columns, rows[i : i + 1000])))
         elif h % 24 == 23:
             print(f"  loaded {loaded:,} traces ({loaded / (time.perf_counter() - t0):,.0f}/s)", flush=True)
     print(f"  loaded {loaded:,} traces in {time.perf_counter() - t0:,.0f} s; building the rollups in SQL", flush=True)
@@ -304,9 +303,6 @@ def load(team_id: int, total: int, now: datetime, seed: int) -> None:
     minute_floor = minute_floor.replace(second=0, microsecond=0) + timedelta(minutes=1)
     build_rollups(team_id, start, last_hour, minute_floor)
     print(f"  rollups built in {time.perf_counter() - t1:,.0f} s", flush=True)
-    t1 = time.perf_counter()
-    folded = rollups.fold()
-    print(f"  fold of the last hour's deltas: {folded:,} delta rows in {time.perf_counter() - t1:.1f} s")
     print(f"  trace indexes rebuilt and vacuum-analyzed in {rebuild_indexes(indexes):,.0f} s")
 
 

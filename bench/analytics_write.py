@@ -6,11 +6,13 @@ wall-clock figures; it moves CPU time much less).
     .venv/bin/python bench/analytics_write.py --mix simple      # few combinations (11 delta rows)
 
 Each round is `traces_ingest` of a batch (normalise, price, route, store traces + outbox rows and
-the rollup deltas in one transaction), with the `traces_stored` receiver of analytics replaced by
-a timed `rollups.record`. Prints ingest's CPU per trace in this process (`time.process_time`) and
-in the Postgres backend (/proc/<pid>/stat, 10 ms ticks, summed over the rounds), `record`'s CPU
-here and its statement's EXPLAIN ANALYZE time in Postgres, and the write's share of ingest.
-The default mix is bench/analytics.py's (a few hundred delta rows per batch of 1,000).
+the rollups' pending batch row in one transaction), with the `traces_stored` receiver of analytics
+replaced by a timed `rollups.record`. Prints ingest's CPU per trace in this process
+(`time.process_time`) and in the Postgres backend (/proc/<pid>/stat, 10 ms ticks, summed over the
+rounds), `record`'s CPU here and its statement's EXPLAIN ANALYZE time in Postgres, and the write's
+share of ingest. Then `rollups.fold` of all the rounds' traces, off the ingest path: its CPU here
+and in the backend per 1,000 traces. The default mix is bench/analytics.py's (a few hundred
+delta rows per batch of 1,000).
 (Comparing rounds with and without the receiver was tried: at a load average of 6-10 the two
 medians differ by more than the write costs, either way.) Uses its own database
 (`BENCH_DB`, default `tracerelay_bench_analytics_write`), made and migrated if missing.
@@ -109,15 +111,12 @@ def main() -> None:
     pg = sum(r[1] for r in rounds) * 1e6 / n
     wall = statistics.median(r[2] for r in rounds) * 1000
     record_cpu, record_wall = spent["cpu"] * 1e6 / n, spent["wall"] * 1e6 / n
-    try:
-        server = _server_us(last, args.batch) if connection.vendor == "postgresql" else 0.0
-    except ImportError:  # (a checkout from before analytics.rollup_sql: record's COPY is all in Python)
-        server = 0.0
-    c = time.process_time()
-    for _ in range(args.rounds):
-        deltas = rollups.build_deltas(last)
-    python_path = (time.process_time() - c) * 1e6 / n
-    print(f"batch of {args.batch} ({args.mix} mix: {len(deltas)} delta rows), {args.rounds} rounds, "
+    server = _server_us(last, args.batch) if connection.vendor == "postgresql" else 0.0
+    p0, c0, t0 = _backend_cpu_s(pid), time.process_time(), time.perf_counter()
+    folded = rollups.fold()
+    fold_py, fold_pg, fold_wall = time.process_time() - c0, _backend_cpu_s(pid) - p0, time.perf_counter() - t0
+    deltas = len(rollups.build_deltas(map(rollups.as_columns, last)))
+    print(f"batch of {args.batch} ({args.mix} mix: {deltas} delta rows when folded), {args.rounds} rounds, "
           f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     print(f"  traces_ingest (rollup write included): {py:.1f} µs CPU per trace in Python, {pg:.1f} µs in the "
           f"Postgres backend (10 ms clock ticks), {wall:.0f} ms wall per batch")  # fmt: skip
@@ -125,15 +124,17 @@ def main() -> None:
           f"ANALYZE of its statement), {record_wall:.2f} µs wall")  # fmt: skip
     write = record_cpu + server
     print(f"  share of ingest's CPU: {write:.2f} / {py + pg:.1f} µs = {write / (py + pg):.1%}")
-    print(f"  (the Python aggregation, SQLite's path, would cost {python_path:.2f} µs CPU per trace + its COPY)")
+    per_1k = 1000 / max(folded, 1)
+    print(f"  rollups.fold of {folded:,} traces: {fold_py * per_1k:.3f} CPU-s per 1,000 traces in Python, "
+          f"{fold_pg * per_1k:.3f} in the backend, {fold_wall:.1f} s wall")  # fmt: skip
 
 
 def _server_us(rows: list[Any], batch: int) -> float:
-    """Median EXPLAIN ANALYZE execution time of `record`'s statement for ``rows``, per trace (run in
-    a transaction that is rolled back)."""
+    """Median EXPLAIN ANALYZE execution time of the statements `record` runs for ``rows``, per
+    trace (captured unexecuted, then each explained in a transaction that is rolled back)."""
     from django.db import connection, transaction
 
-    from analytics import rollup_sql
+    from analytics import rollups
 
     statements: list[tuple[str, Any]] = []
 
@@ -141,16 +142,18 @@ def _server_us(rows: list[Any], batch: int) -> float:
         statements.append((sql, params))
         return None
 
-    with connection.execute_wrapper(capture), connection.cursor() as cursor:
-        rollup_sql.record_deltas(cursor, [row.pk for row in rows])
-    sql, params = statements[0]
+    with connection.execute_wrapper(capture):
+        rollups.record(rows)
     times = []
     for _ in range(10):
+        total = 0.0
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
-            plan = cursor.fetchone()[0]
-            times.append((plan if isinstance(plan, list) else json.loads(plan))[0]["Execution Time"])
+            for sql, params in statements:
+                cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+                plan = cursor.fetchone()[0]
+                total += (plan if isinstance(plan, list) else json.loads(plan))[0]["Execution Time"]
             transaction.set_rollback(True)
+        times.append(total)
     return statistics.median(times) * 1000 / batch
 
 

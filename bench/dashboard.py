@@ -12,8 +12,8 @@ decisions, prompts and replies), with the trace and delivery tables' secondary i
 the load and built again after it, then VACUUM ANALYZE. Each routed destination gets its delivery row
 (the outbox: 96% delivered, 1.5% dead, 1% failed, 1.5% still pending, the last 10 minutes pending
 and not yet resolved to an integration), and the team has one integration per destination. The
-rollups (`/analytics`) are made by the production path: `analytics.rollups.build_deltas` per batch,
-then `rollups.fold`. A second team gets a tenth as many traces, so the team filter matters.
+rollups (`/analytics`) are made by the fold's own code: `analytics.rollups.build_deltas` per batch,
+added into the rollups by `rollups.add_deltas`. A second team gets a tenth as many traces, so the team filter matters.
 
 Each page is requested through Django's test client (the whole stack: middleware, session, the
 `team_view` check, the selectors, the template), signed in as the team's owner; the time is the
@@ -48,7 +48,6 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -145,7 +144,6 @@ def load(team_id: int, total: int, now: datetime, rng: random.Random) -> None:
 
     from accounts.models import Team
     from analytics import rollups
-    from config.bulk import insert_rows
     from integrations.models import Integration
 
     team = Team.objects.get(pk=team_id)
@@ -158,18 +156,16 @@ def load(team_id: int, total: int, now: datetime, rng: random.Random) -> None:
         copy_rows("traces_trace", COLUMNS, batch)
         outbox = (d for r in batch for d in deliveries(r, integrations, now, rng))
         copy_rows("routing_delivery", DELIVERY_COLUMNS, outbox)
-        deltas = rollups.build_deltas(_as_trace(r) for r in batch)
+        deltas = rollups.build_deltas(_as_columns(r) for r in batch)
         with transaction.atomic():
-            insert_rows(deltas)
+            rollups.add_deltas(deltas)
 
 
-def _as_trace(row: tuple[Any, ...]) -> SimpleNamespace:
-    """What `rollups.build_deltas` reads of a trace, from its COPY row."""
-    return SimpleNamespace(
-        team_id=row[1], model=row[4], provider=row[5], prompt_tokens=row[6], completion_tokens=row[7],
-        total_tokens=row[8], latency_ms=row[9], time_to_first_token_ms=None, timestamp=row[10], status=row[12],
-        tags=row[17].obj, environment=row[19], service_name=row[20], cost=row[23], unpriced=row[25],
-        usage_estimated=row[26],
+def _as_columns(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What `rollups.build_deltas` reads of a trace (`rollups.TRACE_COLUMNS`), from its COPY row."""
+    return (
+        row[1], row[10], row[4], row[5], row[12], row[19], row[20], row[17].obj, row[6], row[7], row[8], row[23],
+        row[25], row[26], row[9], None,
     )  # fmt: skip
 
 
@@ -313,10 +309,6 @@ def main() -> None:
             t0 = time.perf_counter()
             load(t.pk, n, now, rng)
             print(f"loaded {n:,} traces of team {t.name} (and their deliveries) in {time.perf_counter() - t0:.0f} s")
-        from analytics import rollups
-
-        t0 = time.perf_counter()
-        print(f"folded {rollups.fold():,} rollup deltas in {time.perf_counter() - t0:.0f} s", flush=True)
         print(f"indexes rebuilt and analyzed in {rebuild_indexes(indexes):.0f} s")
         print(f"the whole load took {time.perf_counter() - started:.0f} s", flush=True)
     measure(team.pk, args.runs, args.only)

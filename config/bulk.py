@@ -72,3 +72,21 @@ def insert_rows(rows: Sequence[Model]) -> None:
     for row in rows:
         row._state.adding = False
         row._state.db = conn.alias
+
+
+def insert_few(table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, casts: Sequence[str] = ()) -> None:
+    """Insert a few rows with one ``INSERT ... VALUES`` statement and no model instances: ingest's
+    per-transaction marker rows (`analytics.rollups.record`), where building a model, compiling
+    the ORM's INSERT or opening a COPY costs more than the row. ``casts`` (one per column, "" for
+    none) are SQL types the placeholders are cast to, such as ``uuid[]`` for an array given as text."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    quoted = ", ".join(conn.ops.quote_name(c) for c in columns)
+    marks = [f"%s::{cast}" if cast and conn.vendor == "postgresql" else "%s" for cast in (casts or [""] * len(columns))]
+    if len(marks) != len(columns):
+        raise ValueError(f"insert_few: {len(columns)} columns but {len(marks)} casts")
+    row_sql = "(" + ", ".join(marks) + ")"
+    params = [value for row in rows for value in row]
+    with conn.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {conn.ops.quote_name(table)} ({quoted}) VALUES {', '.join([row_sql] * len(rows))}", params
+        )
