@@ -24,7 +24,7 @@ from config.bulk import build_row, insert_few, insert_rows
 from traces.models import SPAN_PROVIDER, Trace
 
 from . import sketch
-from .fields import IntArrayField
+from .fields import IntArrayField, array_text, json_text
 from .models import COUNTERS, DIMENSIONS, GRAINS, HISTOGRAMS, ONE_DIMENSION, Kind, PendingBatch, RollupFields
 from .stats import Stats, cost_units
 
@@ -67,12 +67,11 @@ def record(rows: Sequence[Trace]) -> None:
             teams.setdefault(t.team_id, []).append(t)
     if not teams:
         return
-    field = _PENDING.get_field("trace_ids")
+    as_text = array_text if connection.vendor == "postgresql" else json_text  # (UUIDArrayField's forms)
     values = []
     for team_id, traces in teams.items():
         seconds = [int(t.timestamp.timestamp()) for t in traces]
-        ids = field.get_db_prep_value([t.id for t in traces], connection)
-        values.append((team_id, ids, min(seconds), max(seconds)))
+        values.append((team_id, as_text([t.id for t in traces]), min(seconds), max(seconds)))
     insert_few(_PENDING.db_table, _PENDING_COLUMNS, values, casts=("", "uuid[]", "", ""))
 
 

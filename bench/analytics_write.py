@@ -130,20 +130,24 @@ def main() -> None:
 
 
 def _server_us(rows: list[Any], batch: int) -> float:
-    """Median EXPLAIN ANALYZE execution time of the statements `record` runs for ``rows``, per
-    trace (captured unexecuted, then each explained in a transaction that is rolled back)."""
+    """Median EXPLAIN ANALYZE execution time of the statement `record` runs for ``rows``
+    (`config.bulk.insert_few`, which goes to the driver's cursor: captured there), per trace, each
+    explained in a transaction that is rolled back."""
+    from unittest import mock
+
     from django.db import connection, transaction
 
     from analytics import rollups
 
     statements: list[tuple[str, Any]] = []
-
-    def capture(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        statements.append((sql, params))
-        return None
-
-    with connection.execute_wrapper(capture):
+    connection.ensure_connection()
+    with (
+        transaction.atomic(),
+        mock.patch.object(type(connection.connection.cursor()), "execute", autospec=True) as execute,
+    ):
         rollups.record(rows)
+        statements += [(c.args[1], c.args[2]) for c in execute.call_args_list if str(c.args[1]).startswith("INSERT")]
+        transaction.set_rollback(True)
     times = []
     for _ in range(10):
         total = 0.0
