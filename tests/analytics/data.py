@@ -71,7 +71,7 @@ def make_traces(team_id: int, *, n: int, start: datetime, span: timedelta, seed:
 
 
 def store(rows: list[Trace], *, batch: int = 250) -> None:
-    """What ingest does: the traces and their rollup deltas in one transaction per batch."""
+    """What ingest does: the traces and their pending batch row in one transaction per batch."""
     for i in range(0, len(rows), batch):
         chunk = rows[i : i + batch]
         with transaction.atomic():

@@ -1,5 +1,5 @@
 """Run by test_sqlite.py in a process of its own on the embedded default (SQLite, no Redis):
-store traces with their deltas, fold part of them, and check figures against the recount."""
+store traces with their pending batch rows, fold part of them, and check figures against the recount."""
 
 from __future__ import annotations
 

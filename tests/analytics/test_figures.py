@@ -1,6 +1,6 @@
 """Every figure of GET /api/v1/analytics against a brute-force recount of generated traces:
 counts and sums exact, percentiles within 1%, with filters and group-bys, across interval
-boundaries and time zones, with some deltas folded and some not (and late traces)."""
+boundaries and time zones, with some traces folded and some pending (and late traces)."""
 
 from __future__ import annotations
 
