@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import models
 
 from accounts.models import Team
+from traces.models import _uuid7
 
 from .fields import IntArrayField, UUIDArrayField
 
@@ -120,6 +121,22 @@ class PendingBatch(models.Model):
 
     def __str__(self) -> str:
         return f"pending {len(self.trace_ids or [])} traces of team {self.team_id}"
+
+
+class RollupDelta(RollupFields):
+    """Legacy: what one ingest transaction added, per minute and slice, as the release before
+    `PendingBatch` wrote it. Kept for one release so a rolling deploy never fails ingest: processes
+    still on the old code write here after the migration, and `rollups.fold` adds these rows into
+    the rollups and deletes them (readers of this release do not count them until then). A later
+    release drops the table (docs/deployment.md)."""
+
+    id = models.UUIDField(primary_key=True, default=_uuid7, editable=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["team", "bucket"], name="rollup_delta_team_bucket")]
+
+    def __str__(self) -> str:
+        return f"delta {self.team_id} @{self.bucket} kind {self.kind}"
 
 
 def _unique_slice(name: str) -> models.UniqueConstraint:

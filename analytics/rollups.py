@@ -25,11 +25,22 @@ from traces.models import SPAN_PROVIDER, Trace
 
 from . import sketch
 from .fields import IntArrayField, array_text, json_text
-from .models import COUNTERS, DIMENSIONS, GRAINS, HISTOGRAMS, ONE_DIMENSION, Kind, PendingBatch, RollupFields
+from .models import (
+    COUNTERS,
+    DIMENSIONS,
+    GRAINS,
+    HISTOGRAMS,
+    ONE_DIMENSION,
+    Kind,
+    PendingBatch,
+    RollupDelta,
+    RollupFields,
+)
 from .stats import Stats, cost_units
 
 FOLD_BATCH = 500  # pending batch rows per fold transaction (up to 1,000 traces each)
 LOAD_CHUNK = 2_000  # trace ids per query when the fold loads traces
+LEGACY_BATCH = 5_000  # legacy delta rows (RollupDelta) per fold transaction
 _FOLD_LOCK = 0x7472_6163_6572  # pg advisory lock id: "tracer"
 _BLANK_DIMS = ("",) * len(DIMENSIONS)
 _STATUS = DIMENSIONS.index("status")
@@ -150,8 +161,14 @@ _ARRAY = IntArrayField()
 
 
 def fold(*, batch: int = FOLD_BATCH) -> int:
-    """Fold every pending batch present now into the minute/hour/day rollups; how many traces."""
+    """Fold every pending batch present now into the minute/hour/day rollups; how many traces (plus
+    legacy delta rows, `RollupDelta`: written by the previous release's processes in a rolling
+    deploy)."""
     total = 0
+    while done := _fold_legacy_once(LEGACY_BATCH):
+        total += done
+        if done < LEGACY_BATCH:
+            break
     while True:
         batches, traces = _fold_once(batch)
         total += traces
@@ -178,16 +195,39 @@ _ROW_COLUMNS = ("team_id", "bucket", "kind", *DIMENSIONS, "key", *COUNTERS, *HIS
 _NC = len(COUNTERS)
 
 
+def _folder() -> bool:
+    """Take the fold's lock for this transaction (Postgres); False when another folder holds it.
+    (The previous release's fold takes the same lock.)"""
+    if connection.vendor != "postgresql":
+        return True  # (SQLite serialises writers)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_FOLD_LOCK])
+        return bool(cursor.fetchone()[0])
+
+
+def _fold_legacy_once(batch: int) -> int:
+    """Add up to ``batch`` legacy delta rows into the rollups and delete them, in one transaction."""
+    with transaction.atomic():
+        if not _folder():
+            return 0
+        rows = list(RollupDelta.objects.values_list("id", *_ROW_COLUMNS)[:batch])
+        if not rows:
+            return 0
+        add_deltas([row[1:] for row in rows])
+        ids = [row[0] for row in rows]
+        for i in range(0, len(ids), 1000):
+            RollupDelta.objects.filter(pk__in=ids[i : i + 1000])._raw_delete(RollupDelta.objects.db)
+    return len(rows)
+
+
 def _fold_once(batch: int) -> tuple[int, int]:
     """One transaction: claim up to ``batch`` pending batches, add their traces into the rollups,
     delete them; (batches, traces folded). A trace deleted meanwhile (retention) is not found."""
     with transaction.atomic():
         claimed = PendingBatch.objects.order_by("id")
+        if not _folder():
+            return 0, 0  # another folder is at it
         if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_FOLD_LOCK])
-                if not cursor.fetchone()[0]:
-                    return 0, 0  # another folder is at it
             claimed = claimed.select_for_update(skip_locked=True)
         pending = list(claimed.values_list("id", "trace_ids")[:batch])
         if not pending:

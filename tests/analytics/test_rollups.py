@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django_celery_beat.models import PeriodicTask
 
 from analytics import rollups, sketch, tasks
-from analytics.models import DayRollup, HourRollup, Kind, MinuteRollup, PendingBatch
+from analytics.models import DayRollup, HourRollup, Kind, MinuteRollup, PendingBatch, RollupDelta
 from config.bulk import insert_rows
 from traces.models import SPAN_PROVIDER
 
@@ -89,6 +89,35 @@ def test_a_second_fold_adds_nothing(team):
     before = list(MinuteRollup.objects.order_by("id").values())
     assert rollups.fold() == 0
     assert list(MinuteRollup.objects.order_by("id").values()) == before
+
+
+def test_legacy_delta_rows_of_a_rolling_deploy_are_folded_once(team, monkeypatch):
+    """Processes of the previous release write RollupDelta rows after the upgrade: the fold adds
+    them into the rollups (with the pending batches of this release) and deletes them."""
+    monkeypatch.setattr(rollups, "LEGACY_BATCH", 2)  # (several transactions)
+    HourRollup.objects.create(team=team, bucket=7200, kind=Kind.ALL, count=2, latency_keys=[300], latency_counts=[2])
+    for minute, model in ((7260, "gpt-4o"), (7320, "gpt-4o"), (7320, "claude")):
+        RollupDelta.objects.create(
+            team=team, bucket=minute, kind=Kind.DIMS, model=model, provider="openai", status="success",
+            count=1, success=1, cost_e10=5, latency_count=1, latency_sum=410, latency_keys=[304], latency_counts=[1],
+        )  # fmt: skip
+    RollupDelta.objects.create(team=team, bucket=7320, kind=Kind.TAG, key="beta", count=1, success=1)
+    _stored(TraceFactory.build_batch(2, team=team, timestamp=WHEN))
+
+    assert rollups.fold() == 4 + 2  # delta rows, then traces
+    hours = HourRollup.objects.filter(bucket=7200)
+    got = hours.get(kind=Kind.ALL)
+    assert (got.count, got.latency_keys, got.latency_counts) == (5, [300, 304], [2, 3])
+    assert {r.key: r.count for r in hours.filter(kind=Kind.MODEL)} == {"gpt-4o": 2, "claude": 1}
+    assert hours.get(kind=Kind.TAG).key == "beta"
+    assert {r.bucket: r.count for r in MinuteRollup.objects.filter(kind=Kind.ALL, bucket__lt=86400)} == {
+        7260: 1,
+        7320: 2,
+    }
+    assert DayRollup.objects.get(kind=Kind.ALL, bucket=0).cost_e10 == 15
+    assert HourRollup.objects.get(kind=Kind.ALL, bucket=MINUTE // 3600 * 3600).count == 2
+    assert not RollupDelta.objects.exists()
+    assert rollups.fold() == 0
 
 
 def test_the_fold_works_through_many_batches(team):
