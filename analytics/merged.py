@@ -25,6 +25,8 @@ from django.db import connection
 from . import sketch
 from .models import COUNTERS
 from .parts import Acc, Part
+from .pending import PendingPart
+from .pending import aggregated as pending_sql
 
 _ANCHOR_SQL = {
     "bucket": "p.bucket",
@@ -46,22 +48,32 @@ def read(
     starts: list[int] | None,
     hists: str,
     point_quantiles: tuple[float, ...] | None = None,
+    pending: PendingPart | None = None,
 ) -> None:
-    """``point_quantiles`` (a latency series whose points need only those quantiles): a point made
-    of one stored row gets them straight from its arrays (`Stats.points`), with no histogram built;
-    a 7-day hourly series is 168 such rows."""
+    """``pending``: the traces not folded yet, added up in SQL as one more member of the union
+    (`analytics.pending.aggregated`). ``point_quantiles`` (a latency series whose points need only
+    those quantiles): a point made of one stored row gets them straight from its arrays
+    (`Stats.points`), with no histogram built; a 7-day hourly series is 168 such rows."""
     names = _HISTS[hists]
     columns = [*COUNTERS, *(f"{name}_{what}" for name in names for what in ("keys", "counts"))]
     picked = ", ".join(f'p."{c}"' for c in columns)
     bounds = "ARRAY[" + ",".join(str(int(s)) for s in starts) + "]::bigint[]" if starts else ""
     selects: list[str] = []
     params: list[Any] = []
+
+    def interval_of(second: str) -> str:
+        return f"width_bucket({second}, {bounds}) - 1" if starts else "0"
+
     for part in parts:
         sql, part_params = _select(part, team_id, columns)
-        index = f"width_bucket({_ANCHOR_SQL[part.anchor]}, {bounds}) - 1" if starts else "0"
+        index = interval_of(_ANCHOR_SQL[part.anchor])
         group = f'p."{part.group}"::text' if part.group else "''::text"
         selects.append(f"SELECT {index} AS i, {group} AS g, {int(part.sign)} AS s, {picked} FROM ({sql}) p")
         params.extend(part_params)
+    aggregated = None if pending is None else pending_sql(pending, team_id, names, interval_of)
+    if aggregated is not None:
+        selects.append(aggregated[0])
+        params.extend(aggregated[1])
     union = " UNION ALL ".join(selects)
     if not names:  # counters only: Postgres adds them up, one row per interval and group
         sums = ", ".join(f'sum(u.s * u."{c}")::bigint' for c in COUNTERS)

@@ -8,18 +8,20 @@ rollups and these traces (in the same REPEATABLE READ transaction, `analytics.se
 
 A `PendingPart` counts like the delta rows it replaces did: each trace in its UTC minute (the
 bucket the fold will put it in), over [since, until) less the minutes raw traces answer, under the
-slice's filters (`Slice.trace_where`) and group (`Slice.trace_group`). Postgres selects the traces
-with one statement: the batches overlapping the range, their ids unnested, each trace fetched by
-its primary key (a fenced LATERAL subquery: Postgres would otherwise hash-join the whole team's
-traces), the filters applied in SQL. Python adds the traces up with `Stats.add_trace`, as the raw
-reads do (bench figures in docs/analytics.md: tens of µs per pending trace per answer, and a few
-seconds of ingest are pending at a time).
+slice's filters (`Slice.trace_where`) and group (`Slice.trace_group`). On Postgres the part is one
+member of the read's `UNION ALL` (`analytics.merged`, `PendingPart.aggregated`): the batches
+overlapping the range, their ids unnested, each trace fetched by its primary key (a fenced LATERAL
+subquery: Postgres would otherwise hash-join the whole team's traces), the filters applied, and
+the traces added up per interval and group in SQL into rows shaped like rollup rows (counters and
+histogram arrays, keys by `width_bucket` over `sketch.key_bounds`, so SQL and Python key alike).
+Elsewhere (SQLite) `PendingPart.rows` returns the traces, and Python adds them with
+`Stats.add_trace` as the raw reads do.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -29,7 +31,8 @@ from django.db import connection
 
 from traces.models import Trace
 
-from .models import PendingBatch
+from . import sketch
+from .models import COUNTERS, PendingBatch
 from .parts import Acc
 from .plan import Ranges
 
@@ -66,10 +69,7 @@ class PendingPart:
             return []
         where = dict(self.where)
         only = where.pop(f"{self.group}__in", None) if self.group else None
-        if connection.vendor == "postgresql":
-            found = _select(team_id, where, self.group, self.since, self.until)
-        else:
-            found = _select_orm(team_id, where, self.group, self.since, self.until)
+        found = _select_orm(team_id, where, self.group, self.since, self.until)
         shown = None if only is None else set(only)
         out: list[tuple[Any, ...]] = []
         for second, value, *args in found:
@@ -97,15 +97,14 @@ def _within(second: int, ranges: Ranges) -> bool:
     return any(start <= second < end for start, end in ranges)
 
 
-def _select(team_id: int, where: dict[str, Any], group: str | None, since: int, until: int) -> list[tuple[Any, ...]]:
-    fields: dict[str, str] = {f.name: str(f.column) for f in Trace._meta.concrete_fields} | {"team": "team_id"}
+def _conditions(where: dict[str, Any], fields: dict[str, str], params: list[Any]) -> list[str]:
+    """``where``'s lookups as SQL on the trace alias ``t``."""
     q = connection.ops.quote_name
-    if any(lookup.partition("__")[0] not in fields for lookup in where):
-        raise ValueError(f"analytics.pending: not a trace column in {sorted(where)}")
-    conditions: list[str] = []
-    params: list[Any] = []
+    conditions = []
     for lookup, value in where.items():
         name, _, op = lookup.partition("__")
+        if name not in fields:
+            raise ValueError(f"analytics.pending: not a trace column in {lookup!r}")
         column = f"t.{q(fields[name])}"
         if op in ("", "exact"):
             conditions.append(f"{column} = %s")
@@ -121,23 +120,97 @@ def _select(team_id: int, where: dict[str, Any], group: str | None, since: int, 
             params.append(value)
         else:
             raise ValueError(f"analytics.pending: no SQL for the lookup {lookup!r}")
-    needed = dict.fromkeys(["timestamp", *([group] if group else []), *_STATS_FIELDS])
+    return conditions
+
+
+def aggregated(
+    part: PendingPart, team_id: int, hists: tuple[str, ...], interval_of: Callable[[str], str]
+) -> tuple[str, list[Any]] | None:
+    """``part``'s traces added up per interval and group, as rows of `analytics.merged`'s union:
+    (interval index, group, sign 1, *COUNTERS, keys and counts of each histogram of ``hists``);
+    ``interval_of(sql)`` is the interval index of a second. None when the range is empty."""
+    if part.since >= part.until:
+        return None
+    q = connection.ops.quote_name
+    fields: dict[str, str] = {f.name: str(f.column) for f in Trace._meta.concrete_fields}
+    where = dict(part.where)
+    only = where.pop(f"{part.group}__in", None) if part.group else None
+    params: list[Any] = []
+    conditions = _conditions(where, fields, params)
+    needed = dict.fromkeys(["timestamp", *([part.group] if part.group else []), *_STATS_FIELDS])
     needed.update(dict.fromkeys(lookup.partition("__")[0] for lookup in where))
     fenced = ", ".join(f"x.{q(fields[name])}" for name in needed)
-    outer = [f"floor(extract(epoch FROM t.{q('timestamp')}))::bigint", f"t.{q(fields[group])}" if group else "NULL"]
-    outer += [f"t.{q(fields[name])}" for name in _STATS_FIELDS]
+    minute = f"(floor(extract(epoch FROM t.{q('timestamp')}))::bigint / 60 * 60)"
+    tags = ""
+    if part.group is None:
+        group = "''::text"
+    elif part.group in _LIST_COLUMNS:  # once under each distinct string item
+        column = f"t.{q(fields[part.group])}"
+        tags = (
+            " CROSS JOIN LATERAL (SELECT DISTINCT e #>> '{}' AS v FROM jsonb_array_elements("
+            f"CASE WHEN jsonb_typeof({column}) = 'array' THEN {column} ELSE '[]'::jsonb END) AS e"
+            " WHERE jsonb_typeof(e) = 'string') AS item"
+        )
+        group = "item.v"
+    else:
+        group = f"t.{q(fields[part.group])}::text"
+    if only is not None:
+        conditions.append(f"{group} = ANY(%s)")
+        params.append([str(value) for value in only])
+    conditions += [f"{minute} >= %s", f"{minute} < %s"]
+    params += [part.since, part.until]
+    for start, end in part.skip:
+        conditions.append(f"NOT ({minute} >= %s AND {minute} < %s)")
+        params += [start, end]
+    picked = ", ".join(f"t.{q(fields[name])} AS {q(name)}" for name in _STATS_FIELDS)
     # The batch's seconds bound its traces' (a minute's margin: a trace counts in its minute).
-    sql = (
-        f"SELECT {', '.join(outer)} FROM {q(PendingBatch._meta.db_table)} b"
-        " CROSS JOIN LATERAL unnest(b.trace_ids) AS u(id)"
+    traces = (
+        f"SELECT {interval_of(minute)} AS i, {group} AS g, {picked}"
+        f" FROM {q(PendingBatch._meta.db_table)} b CROSS JOIN LATERAL unnest(b.trace_ids) AS u(id)"
         f" JOIN LATERAL (SELECT {fenced} FROM {q(Trace._meta.db_table)} x WHERE x.id = u.id OFFSET 0) t ON true"
-        " WHERE b.team_id = %s AND b.last_second >= %s AND b.first_second < %s"
+        f"{tags} WHERE b.team_id = %s AND b.last_second >= %s AND b.first_second < %s"
         f" AND t.{q('timestamp')} >= %s AND t.{q('timestamp')} < %s" + "".join(f" AND {c}" for c in conditions)
     )
-    head: list[Any] = [team_id, since - 60, until, _dt(since - 60), _dt(until)]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, head + params)
-        return cursor.fetchall()
+    params = [team_id, part.since - 60, part.until, _dt(part.since - 60), _dt(part.until), *params]
+    joins, arrays = "", ""
+    for name, column in (("latency", "latency_ms"), ("ttft", "time_to_first_token_ms")):
+        if name not in hists:
+            continue
+        joins += (
+            f" LEFT JOIN (SELECT i, g, array_agg(k ORDER BY k) AS k, array_agg(n ORDER BY k) AS n FROM"
+            f" (SELECT i, g, {_KEYS}[width_bucket({q(column)}, {_BOUNDS})] AS k, count(*)::int AS n FROM p"
+            f" WHERE {q(column)} IS NOT NULL GROUP BY 1, 2, 3) AS z GROUP BY i, g) AS {name}"
+            f" ON {name}.i = c.i AND {name}.g = c.g"
+        )
+        arrays += f", {name}.k, {name}.n"
+    sql = (
+        f"SELECT * FROM (WITH p AS MATERIALIZED ({traces})"
+        f" SELECT c.*{arrays} FROM (SELECT i, g, 1 AS s, {_COUNTERS} FROM p GROUP BY i, g) AS c{joins}) AS pending"
+    )
+    return sql, params
+
+
+# `Stats.add_trace` in SQL, in COUNTERS' order (integers of 1e-10 USD: Trace.cost has 10 places).
+_COUNTERS_SQL = [
+    "count(*)::bigint",
+    "count(*) FILTER (WHERE status = 'success')::bigint",
+    "count(*) FILTER (WHERE status = 'error')::bigint",
+    "count(*) FILTER (WHERE status = 'rate_limited')::bigint",
+    "coalesce(sum(prompt_tokens), 0)::bigint",
+    "coalesce(sum(completion_tokens), 0)::bigint",
+    "coalesce(sum(total_tokens), 0)::bigint",
+    "coalesce(sum((cost * 10000000000)::bigint), 0)::bigint",
+    "count(*) FILTER (WHERE unpriced)::bigint",
+    "count(*) FILTER (WHERE usage_estimated)::bigint",
+    "count(latency_ms)::bigint",
+    "coalesce(sum(latency_ms), 0)::bigint",
+    "count(time_to_first_token_ms)::bigint",
+    "coalesce(sum(time_to_first_token_ms), 0)::bigint",
+]
+assert len(_COUNTERS_SQL) == len(COUNTERS)
+_COUNTERS = ", ".join(_COUNTERS_SQL)
+_BOUNDS = "'{" + ",".join(map(str, sketch.key_bounds()[0])) + "}'::bigint[]"
+_KEYS = "('{" + ",".join(map(str, sketch.key_bounds()[1])) + "}'::int[])"
 
 
 def _select_orm(

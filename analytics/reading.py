@@ -54,15 +54,21 @@ def read_rollups(
     "none" (counters only). On Postgres all folded parts are read in one statement that also works
     out each row's interval (`analytics.merged`); elsewhere one query per part, here."""
     parts = parts_of(slice_, pieces, extra_where=extra_where)
-    pending = PendingPart(
+    pending_part = PendingPart(
         {**slice_.trace_where, **(extra_where or {})}, slice_.trace_group, since, until, pieces.get("raw", [])
-    ).rows(team_id)
-    if pending:  # (a point's histogram is then more than its one stored row)
-        point_quantiles = None
+    )
     if connection.vendor == "postgresql":
-        merged.read(acc, team_id=team_id, parts=parts, starts=starts, hists=hists, point_quantiles=point_quantiles)
-        add_rows(acc, pending, starts)
+        merged.read(
+            acc,
+            team_id=team_id,
+            parts=parts,
+            starts=starts,
+            hists=hists,
+            point_quantiles=point_quantiles,
+            pending=pending_part,
+        )
         return
+    pending = pending_part.rows(team_id)
     columns = [*COUNTERS, *_HIST_COLUMNS[hists]]
     latency, ttft = hists in ("both", "latency"), hists in ("both", "ttft")
     for part in parts:

@@ -13,6 +13,7 @@ adds up with ``unnest ... GROUP BY key``; JSON text on SQLite).
 
 from __future__ import annotations
 
+import functools
 import math
 from bisect import bisect_right
 from collections.abc import Iterable
@@ -38,6 +39,30 @@ _TABLE = [_ONE.setdefault(k, k) for k in map(_key, range(1 << 16))]
 
 def key_of(value: int) -> int:
     return _TABLE[value] if 0 <= value < 65536 else _key(value)
+
+
+@functools.cache
+def key_bounds() -> tuple[list[int], list[int]]:
+    """Every key a latency column can hold (0 to 2**31 - 1 ms) and the smallest value of each, both
+    ascending: ``keys[bisect_right(bounds, v) - 1]`` is ``key_of(v)``. (SQL works keys out with
+    them, `width_bucket`, so that Postgres and Python never disagree on a rounding.)"""
+    bounds, keys = [], []
+    for value, key in enumerate(_TABLE):
+        if not keys or key != keys[-1]:
+            bounds.append(value)
+            keys.append(key)
+    top = (1 << 31) - 1
+    while keys[-1] < _key(top):
+        low, high = bounds[-1] + 1, top  # the smallest value past the last key's
+        while low < high:
+            mid = (low + high) // 2
+            if _key(mid) > keys[-1]:
+                high = mid
+            else:
+                low = mid + 1
+        bounds.append(low)
+        keys.append(_key(low))
+    return bounds, keys
 
 
 def value_of(key: int) -> float:
