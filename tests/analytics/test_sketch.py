@@ -102,3 +102,17 @@ def test_a_key_past_the_dense_range_is_refused_untouched():
     assert not sketch.add_dense(acc, [3, sketch.DENSE_SIZE - 1], [1, 1])
     assert not any(acc)
     assert sketch.add_dense(acc, [], [])
+
+
+def test_key_bounds_key_every_latency_as_key_of():
+    """`key_bounds` (SQL keys a pending trace's latency with them) agree with `key_of` everywhere:
+    every value below 70,000, every bound and its neighbours, and random values up to 2**31 - 1."""
+    from bisect import bisect_right
+
+    bounds, keys = sketch.key_bounds()
+    assert bounds == sorted(set(bounds)) and keys == sorted(set(keys)) and bounds[0] == 0
+    rng = random.Random(10)
+    values = [*range(70_000), *(b + d for b in bounds for d in (-1, 0, 1) if b + d >= 0)]
+    values += [rng.randint(0, 2**31 - 1) for _ in range(20_000)] + [2**31 - 1]
+    for v in values:
+        assert keys[bisect_right(bounds, v) - 1] == sketch.key_of(v), v
