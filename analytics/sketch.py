@@ -46,7 +46,8 @@ def key_bounds() -> tuple[list[int], list[int]]:
     """Every key a latency column can hold (0 to 2**31 - 1 ms) and the smallest value of each, both
     ascending: ``keys[bisect_right(bounds, v) - 1]`` is ``key_of(v)``. (SQL works keys out with
     them, `width_bucket`, so that Postgres and Python never disagree on a rounding.)"""
-    bounds, keys = [], []
+    bounds: list[int] = []
+    keys: list[int] = []
     for value, key in enumerate(_TABLE):
         if not keys or key != keys[-1]:
             bounds.append(value)
