@@ -35,19 +35,10 @@ from . import sketch
 from .models import COUNTERS, PendingBatch
 from .parts import Acc
 from .plan import Ranges
+from .stats import ADD_TRACE_FIELDS
 
-# A pending row: the trace's epoch second, its group value, then `Stats.add_trace`'s arguments.
-_STATS_FIELDS = (
-    "status",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "cost",
-    "unpriced",
-    "usage_estimated",
-    "latency_ms",
-    "time_to_first_token_ms",
-)
+# A pending row (`PendingPart.rows`): the trace's epoch second, its group value, then
+# `Stats.add_trace`'s arguments.
 _LIST_COLUMNS = {"tags"}  # JSON lists: a trace counts once under each of its (string) items
 
 
@@ -137,7 +128,7 @@ def aggregated(
     only = where.pop(f"{part.group}__in", None) if part.group else None
     params: list[Any] = []
     conditions = _conditions(where, fields, params)
-    needed = dict.fromkeys(["timestamp", *([part.group] if part.group else []), *_STATS_FIELDS])
+    needed = dict.fromkeys(["timestamp", *([part.group] if part.group else []), *ADD_TRACE_FIELDS])
     needed.update(dict.fromkeys(lookup.partition("__")[0] for lookup in where))
     fenced = ", ".join(f"x.{q(fields[name])}" for name in needed)
     minute = f"(floor(extract(epoch FROM t.{q('timestamp')}))::bigint / 60 * 60)"
@@ -162,7 +153,7 @@ def aggregated(
     for start, end in part.skip:
         conditions.append(f"NOT ({minute} >= %s AND {minute} < %s)")
         params += [start, end]
-    picked = ", ".join(f"t.{q(fields[name])} AS {q(name)}" for name in _STATS_FIELDS)
+    picked = ", ".join(f"t.{q(fields[name])} AS {q(name)}" for name in ADD_TRACE_FIELDS)
     # The batch's seconds bound its traces' (a minute's margin: a trace counts in its minute).
     traces = (
         f"SELECT {interval_of(minute)} AS i, {group} AS g, {picked}"
@@ -225,7 +216,7 @@ def _select_orm(
         qs = Trace._base_manager.filter(
             pk__in=ids[i : i + 500], team_id=team_id, timestamp__gte=_dt(since - 60), timestamp__lt=_dt(until), **where
         )
-        for row in qs.values_list("timestamp", group or "id", *_STATS_FIELDS):
+        for row in qs.values_list("timestamp", group or "id", *ADD_TRACE_FIELDS):
             out.append((int(row[0].timestamp()), row[1] if group else None, *row[2:]))
     return out
 

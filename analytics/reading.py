@@ -26,7 +26,7 @@ from .parts import ANCHORS, Acc, parts_of
 from .pending import PendingPart, add_rows
 from .plan import Ranges
 from .slices import RAW_COLUMN, Slice
-from .stats import Stats
+from .stats import ADD_TRACE_FIELDS, Stats
 
 _NC = len(COUNTERS)
 
@@ -95,19 +95,6 @@ _HIST_COLUMNS = {
 }
 
 
-_RAW_FIELDS = (
-    "status",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "cost",
-    "unpriced",
-    "usage_estimated",
-    "latency_ms",
-    "time_to_first_token_ms",
-)
-
-
 def raw_queryset(team_id: int, trace_filter: TraceFilter, ranges: Ranges) -> Any:
     untimed = dataclasses.replace(trace_filter, since=None, until=None)
     qs = llm_calls(traces_for_team(team_id, untimed))  # as the rollups: no manual spans
@@ -139,7 +126,7 @@ def read_raw(
     if not ranges:
         return
     column = RAW_COLUMN[group_by] if group_by else None
-    fields = ["timestamp", "provider", column or "provider", *_RAW_FIELDS]
+    fields = ["timestamp", "provider", column or "provider", *ADD_TRACE_FIELDS]
     rows = raw_queryset(team_id, trace_filter, ranges).values_list(*fields)
     for row in rows.iterator(chunk_size=5000):
         index = index_of(int(row[0].timestamp()))

@@ -21,6 +21,20 @@ def cost_units(cost: Decimal | None) -> int:
     return int(cost.scaleb(10).to_integral_value()) if cost is not None else 0
 
 
+# The Trace columns `Stats.add_trace` takes, in its arguments' order (raw and pending reads).
+ADD_TRACE_FIELDS = (
+    "status",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "cost",
+    "unpriced",
+    "usage_estimated",
+    "latency_ms",
+    "time_to_first_token_ms",
+)
+
+
 class Stats:
     __slots__ = (*COUNTERS, "latency", "ttft", "points")
     count: int
