@@ -49,6 +49,26 @@ class Part:
         return qs.values_list("bucket", *([self.group] if self.group else []), *columns)
 
 
+def lookup_sql(column: str, lookup: str, value: Any, params: list[Any]) -> str:
+    """A slice's Django lookup (the part of ``lookup`` after the field: "" or exact, ``in``,
+    ``startswith``, ``has_item`` on a JSON list) as SQL on ``column``, its values added to
+    ``params``; the SQL readers of folded rows (`analytics.merged`) and of pending traces
+    (`analytics.pending`) share it."""
+    if lookup in ("", "exact"):
+        params.append(value)
+        return f"{column} = %s"
+    if lookup == "in":
+        params.append(list(value))
+        return f"{column} = ANY(%s)"
+    if lookup == "startswith":  # (not LIKE: no escaping, and exact for any prefix)
+        params.extend((len(value), value))
+        return f"left({column}, %s) = %s"
+    if lookup == "has_item":
+        params.append(value)
+        return f"{column} @> jsonb_build_array(%s::text)"
+    raise ValueError(f"analytics: no SQL for the lookup {lookup!r}")
+
+
 def parts_of(slice_: Slice, pieces: dict[str, Ranges], *, extra_where: dict[str, Any] | None = None) -> list[Part]:
     """The folded rows of ``pieces`` (the traces not folded yet: `analytics.pending`)."""
     where = {**slice_.where, **(extra_where or {})}

@@ -33,7 +33,7 @@ from traces.models import Trace
 
 from . import sketch
 from .models import COUNTERS, PendingBatch
-from .parts import Acc
+from .parts import Acc, lookup_sql
 from .plan import Ranges
 from .stats import ADD_TRACE_FIELDS
 
@@ -96,21 +96,7 @@ def _conditions(where: dict[str, Any], fields: dict[str, str], params: list[Any]
         name, _, op = lookup.partition("__")
         if name not in fields:
             raise ValueError(f"analytics.pending: not a trace column in {lookup!r}")
-        column = f"t.{q(fields[name])}"
-        if op in ("", "exact"):
-            conditions.append(f"{column} = %s")
-            params.append(value)
-        elif op == "in":
-            conditions.append(f"{column} = ANY(%s)")
-            params.append(list(value))
-        elif op == "startswith":  # (not LIKE: no escaping, and exact for any prefix)
-            conditions.append(f"left({column}, %s) = %s")
-            params.extend((len(value), value))
-        elif op == "has_item":
-            conditions.append(f"{column} @> jsonb_build_array(%s::text)")
-            params.append(value)
-        else:
-            raise ValueError(f"analytics.pending: no SQL for the lookup {lookup!r}")
+        conditions.append(lookup_sql(f"t.{q(fields[name])}", op, value, params))
     return conditions
 
 
