@@ -21,6 +21,7 @@ Elsewhere (SQLite) `PendingPart.rows` returns the traces, and Python adds them w
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -150,12 +151,13 @@ def aggregated(
     )
     params = [team_id, part.since - 60, part.until, _dt(part.since - 60), _dt(part.until), *params]
     joins, arrays = "", ""
+    keys, bounds = _key_sql()
     for name, column in (("latency", "latency_ms"), ("ttft", "time_to_first_token_ms")):
         if name not in hists:
             continue
         joins += (
             f" LEFT JOIN (SELECT i, g, array_agg(k ORDER BY k) AS k, array_agg(n ORDER BY k) AS n FROM"
-            f" (SELECT i, g, {_KEYS}[width_bucket({q(column)}, {_BOUNDS})] AS k, count(*)::int AS n FROM p"
+            f" (SELECT i, g, {keys}[width_bucket({q(column)}, {bounds})] AS k, count(*)::int AS n FROM p"
             f" WHERE {q(column)} IS NOT NULL GROUP BY 1, 2, 3) AS z GROUP BY i, g) AS {name}"
             f" ON {name}.i = c.i AND {name}.g = c.g"
         )
@@ -186,8 +188,14 @@ _COUNTERS_SQL = [
 ]
 assert len(_COUNTERS_SQL) == len(COUNTERS)
 _COUNTERS = ", ".join(_COUNTERS_SQL)
-_BOUNDS = "'{" + ",".join(map(str, sketch.key_bounds()[0])) + "}'::bigint[]"
-_KEYS = "('{" + ",".join(map(str, sketch.key_bounds()[1])) + "}'::int[])"
+
+
+@functools.cache
+def _key_sql() -> tuple[str, str]:
+    """`sketch.key_bounds` as SQL array literals: (keys, bounds). Made on first use, not at import
+    (every web process imports this module)."""
+    bounds, keys = sketch.key_bounds()
+    return "('{" + ",".join(map(str, keys)) + "}'::int[])", "'{" + ",".join(map(str, bounds)) + "}'::bigint[]"
 
 
 def _select_orm(
