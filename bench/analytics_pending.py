@@ -19,7 +19,7 @@ import statistics
 import time
 from typing import Any
 
-from analytics_write import _prepare, _realistic
+from analytics_write import _bench_team, _prepare, _realistic
 
 QUERIES: list[dict[str, str]] = [
     {},
@@ -40,17 +40,12 @@ def main() -> None:
     django.setup()
     from django.db import transaction
 
-    from accounts.models import Scope, Team
-    from accounts.principals import KeyPrincipal
     from analytics import rollups
     from analytics.selectors import analytics_for_team, parse_query
     from pipeline.services import traces_ingest
     from traces.models import Trace
 
-    team, _ = Team.objects.get_or_create(name="bench-write")
-    principal = KeyPrincipal(
-        key_id=None, team_id=team.id, environment="production", prefix="bench", scopes=frozenset(Scope.values)
-    )  # type: ignore[arg-type]
+    team, principal = _bench_team()
     while Trace.objects.filter(team=team).count() < args.pending:
         traces_ingest(principal=principal, items=_realistic(1000), source="batch")
     rollups.fold()

@@ -54,6 +54,18 @@ def _prepare() -> None:
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True)
 
 
+def _bench_team() -> tuple[Any, Any]:
+    """The benches' team and an ingest principal of it (after `django.setup`)."""
+    from accounts.models import Scope, Team
+    from accounts.principals import KeyPrincipal
+
+    team, _ = Team.objects.get_or_create(name="bench-write")
+    principal = KeyPrincipal(
+        key_id=None, team_id=team.id, environment="production", prefix="bench", scopes=frozenset(Scope.values)
+    )  # type: ignore[arg-type]
+    return team, principal
+
+
 def _backend_cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -71,16 +83,11 @@ def main() -> None:
     django.setup()
     from django.db import connection
 
-    from accounts.models import Scope, Team
-    from accounts.principals import KeyPrincipal
     from analytics import rollups
     from pipeline.services import traces_ingest
     from traces.signals import traces_stored
 
-    team, _ = Team.objects.get_or_create(name="bench-write")
-    principal = KeyPrincipal(
-        key_id=None, team_id=team.id, environment="production", prefix="bench", scopes=frozenset(Scope.values)
-    )  # type: ignore[arg-type]
+    team, principal = _bench_team()
     items = _realistic(args.batch) if args.mix == "realistic" else _simple(args.batch)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
