@@ -123,6 +123,24 @@ class PendingBatch(models.Model):
         return f"pending {len(self.trace_ids or [])} traces of team {self.team_id}"
 
 
+class FoldState(models.Model):
+    """Where the fold stands (Postgres; one row): the snapshot up to which traces are added into the
+    rollups. Every trace row carries the id of the transaction that stored it (``rollup_xid``, a
+    column default: migration 0005), and a trace is pending while that transaction is not visible in
+    this snapshot. The fold advances it in the transaction that adds the traces, so in any snapshot
+    a trace is either folded or pending, never both (`analytics.rollups`, `analytics.pending`)."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    snapshot = models.TextField(
+        help_text="The pg_snapshot up to which traces are folded: a trace is pending while its"
+        " transaction (traces_trace.rollup_xid) is not visible in it."
+    )
+    folded_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"folded up to {self.snapshot}"
+
+
 class RollupDelta(RollupFields):
     """Legacy: what one ingest transaction added, per minute and slice, as the release before
     `PendingBatch` wrote it. Kept for one release so a rolling deploy never fails ingest: processes

@@ -30,9 +30,9 @@ from typing import Any
 import orjson
 from django.db import connection
 
-from traces.models import Trace
+from traces.models import SPAN_PROVIDER, Trace
 
-from . import sketch
+from . import sketch, snapshots
 from .models import COUNTERS, PendingBatch
 from .parts import Acc, lookup_sql
 from .plan import Ranges
@@ -141,15 +141,25 @@ def aggregated(
         conditions.append(f"NOT ({minute} >= %s AND {minute} < %s)")
         params += [start, end]
     picked = ", ".join(f"t.{q(fields[name])} AS {q(name)}" for name in ADD_TRACE_FIELDS)
-    # The batch's seconds bound its traces' (a minute's margin: a trace counts in its minute).
-    traces = (
-        f"SELECT {interval_of(minute)} AS i, {group} AS g, {picked}"
-        f" FROM {q(PendingBatch._meta.db_table)} b CROSS JOIN LATERAL unnest(b.trace_ids) AS u(id)"
-        f" JOIN LATERAL (SELECT {fenced} FROM {q(Trace._meta.db_table)} x WHERE x.id = u.id OFFSET 0) t ON true"
-        f"{tags} WHERE b.team_id = %s AND b.last_second >= %s AND b.first_second < %s"
-        f" AND t.{q('timestamp')} >= %s AND t.{q('timestamp')} < %s" + "".join(f" AND {c}" for c in conditions)
+    table, stamp = q(Trace._meta.db_table), q("timestamp")
+    # The traces whose transactions the fold's snapshot does not see (index `trace_rollup_xid`),
+    # and those named by batch rows (written by the previous release in a rolling deploy: their
+    # rollup_xid is cleared). A batch's seconds bound its traces' (a minute's margin: a trace
+    # counts in its minute); the fenced LATERAL fetches each by its primary key.
+    pending, pending_params = snapshots.pending_where(snapshots.stored(), alias="x")
+    source = (
+        f"SELECT {fenced} FROM {table} x WHERE x.team_id = %s AND {pending}"
+        f" AND x.{q('provider')} <> %s AND x.{stamp} >= %s AND x.{stamp} < %s"
+        f" UNION ALL SELECT x.* FROM {q(PendingBatch._meta.db_table)} b CROSS JOIN LATERAL unnest(b.trace_ids) AS u(id)"
+        f" JOIN LATERAL (SELECT {fenced} FROM {table} x WHERE x.id = u.id OFFSET 0) x ON true"
+        f" WHERE b.team_id = %s AND b.last_second >= %s AND b.first_second < %s"
+        f" AND x.{stamp} >= %s AND x.{stamp} < %s"
     )
-    params = [team_id, part.since - 60, part.until, _dt(part.since - 60), _dt(part.until), *params]
+    span = (_dt(part.since - 60), _dt(part.until))
+    traces = f"SELECT {interval_of(minute)} AS i, {group} AS g, {picked} FROM ({source}) t{tags}" + (
+        " WHERE " + " AND ".join(conditions) if conditions else ""
+    )
+    params = [team_id, *pending_params, SPAN_PROVIDER, *span, team_id, part.since - 60, part.until, *span, *params]
     joins, arrays = "", ""
     keys, bounds = _key_sql()
     for name, column in (("latency", "latency_ms"), ("ttft", "time_to_first_token_ms")):

@@ -1,14 +1,15 @@
-"""Keeping the rollups: `record` (inside ingest's transaction) and `fold` (beat, every few seconds).
+"""Keeping the rollups: traces are pending when stored, and `fold` (beat, every few seconds) adds
+them into the minute, hour and day tables.
 
-`record` writes one `PendingBatch` row per team of the transaction: the ids of the traces it
-stored and their first and last second, with one small INSERT (no aggregation on the ingest path;
-insert only, so concurrent ingest transactions never wait on each other). `fold` claims batch
-rows, loads their traces, works out their deltas (`build_deltas`: one per team, minute and
-dimension combination, and one per team, minute and tag), adds those into the minute, hour and
-day tables, deriving the team-wide and one-dimension rows there, and deletes the batch rows, all
-in one transaction. One folder at a time (an advisory lock on Postgres; SQLite serialises
-writers anyway). Until then readers count the batches' traces from the traces table
-(`analytics.pending`).
+On Postgres ingest sends nothing for the rollups: every trace row carries the id of the transaction
+that stored it (a column default), and the fold adds the traces whose transactions its stored
+snapshot does not see yet, then stores the newer snapshot, in one transaction (`analytics.snapshots`).
+Elsewhere (SQLite, which serialises writers anyway) `record` writes one `PendingBatch` row per team
+of the transaction, naming its traces, and the fold adds and deletes those rows. The fold works out
+the traces' deltas (`build_deltas`: one per team, minute and dimension combination, and one per
+team, minute and tag), adds those into the minute, hour and day tables, deriving the team-wide and
+one-dimension rows there. One folder at a time (an advisory lock on Postgres). Until the fold, readers
+count pending traces from the traces table (`analytics.pending`).
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import BooleanField
+from django.db.models.expressions import RawSQL
 
 from config.bulk import build_row, insert_few, insert_rows
 from traces.models import SPAN_PROVIDER, Trace
 
-from . import sketch
-from .fields import IntArrayField, array_text, json_text
+from . import sketch, snapshots
+from .fields import IntArrayField, json_text
 from .models import (
     COUNTERS,
     DIMENSIONS,
@@ -38,6 +41,7 @@ from .models import (
 )
 from .stats import Stats, cost_units
 
+FOLD_TRACES = 20_000  # traces per fold transaction (plus the rest of the last transaction's)
 FOLD_BATCH = 500  # pending batch rows per fold transaction (up to 1,000 traces each)
 LOAD_CHUNK = 2_000  # trace ids per query when the fold loads traces
 LEGACY_BATCH = 5_000  # legacy delta rows (RollupDelta) per fold transaction
@@ -69,16 +73,19 @@ _PENDING_COLUMNS = ("team_id", "trace_ids", "first_second", "last_second")  # (n
 
 
 def record(rows: Sequence[Trace]) -> None:
-    """Name freshly stored traces as pending, one `PendingBatch` row per team. Call it inside the
-    transaction that inserts ``rows``, so the rows commit (or roll back) with them. The SDK's manual
-    spans are left out: the rollups count LLM calls only (traces.models)."""
+    """Name freshly stored traces as pending, one `PendingBatch` row per team, except on Postgres,
+    where their rows name their transaction already. Call it inside the transaction that inserts
+    ``rows``, so the rows commit (or roll back) with them. The SDK's manual spans are left out: the
+    rollups count LLM calls only (traces.models)."""
+    if connection.vendor == "postgresql":
+        return
     teams: dict[int, list[Trace]] = {}
     for t in rows:
         if t.provider != SPAN_PROVIDER:
             teams.setdefault(t.team_id, []).append(t)
     if not teams:
         return
-    as_text = array_text if connection.vendor == "postgresql" else json_text  # (UUIDArrayField's forms)
+    as_text = json_text  # (UUIDArrayField's form on SQLite)
     values = []
     for team_id, traces in teams.items():
         seconds = [int(t.timestamp.timestamp()) for t in traces]
@@ -160,20 +167,28 @@ _ZERO = Decimal(0)
 _ARRAY = IntArrayField()
 
 
-def fold(*, batch: int = FOLD_BATCH) -> int:
-    """Fold every pending batch present now into the minute/hour/day rollups; how many traces (plus
-    legacy delta rows, `RollupDelta`: written by the previous release's processes in a rolling
-    deploy)."""
+def fold(*, batch: int = FOLD_BATCH, traces: int = FOLD_TRACES) -> int:
+    """Fold every trace pending now into the minute/hour/day rollups; how many traces (plus legacy
+    delta rows, `RollupDelta`). Batch rows are SQLite's form, and on Postgres that of processes still
+    on the previous release in a rolling deploy (their traces' ``rollup_xid`` is cleared by a
+    trigger: they count through their batch only); so are delta rows, of the release before."""
     total = 0
     while done := _fold_legacy_once(LEGACY_BATCH):
         total += done
         if done < LEGACY_BATCH:
             break
     while True:
-        batches, traces = _fold_once(batch)
-        total += traces
+        batches, done = _fold_once(batch)
+        total += done
         if batches < batch:
-            return total
+            break
+    if connection.vendor == "postgresql":
+        while True:
+            done, more = _fold_xids_once(traces)
+            total += done
+            if not more:
+                break
+    return total
 
 
 def slices_of(kind: int, dims: tuple[str, ...], key: str) -> list[tuple[int, tuple[str, ...], str]]:
@@ -195,7 +210,7 @@ _ROW_COLUMNS = ("team_id", "bucket", "kind", *DIMENSIONS, "key", *COUNTERS, *HIS
 _NC = len(COUNTERS)
 
 
-def _folder() -> bool:
+def take_fold_lock() -> bool:
     """Take the fold's lock for this transaction (Postgres); False when another folder holds it.
     (The previous release's fold takes the same lock.)"""
     if connection.vendor != "postgresql":
@@ -208,7 +223,7 @@ def _folder() -> bool:
 def _fold_legacy_once(batch: int) -> int:
     """Add up to ``batch`` legacy delta rows into the rollups and delete them, in one transaction."""
     with transaction.atomic():
-        if not _folder():
+        if not take_fold_lock():
             return 0
         rows = list(RollupDelta.objects.values_list("id", *_ROW_COLUMNS)[:batch])
         if not rows:
@@ -225,7 +240,7 @@ def _fold_once(batch: int) -> tuple[int, int]:
     delete them; (batches, traces folded). A trace deleted meanwhile (retention) is not found."""
     with transaction.atomic():
         claimed = PendingBatch.objects.order_by("id")
-        if not _folder():
+        if not take_fold_lock():
             return 0, 0  # another folder is at it
         if connection.vendor == "postgresql":
             claimed = claimed.select_for_update(skip_locked=True)
@@ -241,6 +256,38 @@ def _fold_once(batch: int) -> tuple[int, int]:
         for i in range(0, len(done), 1000):
             PendingBatch.objects.filter(pk__in=done[i : i + 1000])._raw_delete(PendingBatch.objects.db)
     return len(pending), len(rows)
+
+
+def _fold_xids_once(limit: int) -> tuple[int, bool]:
+    """One transaction (Postgres): add the traces pending after the stored snapshot and visible in
+    the current one (up to about ``limit``: then up to a transaction id, `Snapshot.cut`) into the
+    rollups, and store the snapshot they were taken to; (traces folded, whether more are left)."""
+    table = connection.ops.quote_name(Trace._meta.db_table)
+    with transaction.atomic():
+        if not take_fold_lock():
+            return 0, False
+        saved, now = snapshots.stored(), snapshots.current()
+        if now.xmax < saved.xmin:
+            raise snapshots.IdsWentBack(saved, now)
+        pending, params = snapshots.pending_where(saved)
+        visible = f"pg_visible_in_snapshot({snapshots.COLUMN}, %s::pg_snapshot)"
+        with connection.cursor() as cursor:  # the transaction at the limit, in id order (index order)
+            cursor.execute(
+                f"SELECT x::text FROM (SELECT {snapshots.COLUMN} AS x FROM {table} WHERE {pending} AND {visible}) p"
+                " ORDER BY x OFFSET %s LIMIT 1",
+                [*params, str(now), limit],
+            )
+            over = cursor.fetchone()
+        # Up to and including that transaction (never below the stored xmax: what the stored snapshot
+        # saw, the new one must see too).
+        target = now if over is None else now.cut(max(int(over[0]) + 1, saved.xmax))
+        if target == saved:
+            return 0, False
+        where = RawSQL(f"{pending} AND {visible}", [*params, str(target)], output_field=BooleanField())
+        rows = list(Trace._base_manager.filter(where).exclude(provider=SPAN_PROVIDER).values_list(*TRACE_COLUMNS))
+        add_deltas(build_deltas(rows))
+        snapshots.store(target)
+    return len(rows), target != now
 
 
 def add_deltas(

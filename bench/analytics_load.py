@@ -260,20 +260,21 @@ def build_rollups(team_id: int, start: datetime, end: datetime, minute_floor: da
             for kind, exprs in _DERIVED.items():
                 columns = ", ".join(f"{e} AS {c}" for e, c in zip(exprs, GROUP[3:], strict=True))
                 source = f"SELECT team_id, bucket, {kind} AS kind, {columns}, {stored} FROM {table} "
-                source += "WHERE team_id = %s AND kind = 0"
-                insert_grouped(cursor, table, source, [team_id], from_traces=False, uuid_ids=False)
+                source += "WHERE team_id = %s AND kind = 0 AND bucket < %s"
+                insert_grouped(cursor, table, source, [team_id, end.timestamp()], from_traces=False, uuid_ids=False)
         source = (
             "SELECT team_id, bucket / 86400 * 86400 AS bucket, kind, model, provider, status, environment, "
-            f"service_name, key, {stored} FROM analytics_hourrollup WHERE team_id = %s"
+            f"service_name, key, {stored} FROM analytics_hourrollup WHERE team_id = %s AND bucket < %s"
         )
-        insert_grouped(cursor, "analytics_dayrollup", source, [team_id], from_traces=False, uuid_ids=False)
+        params = [team_id, end.timestamp()]
+        insert_grouped(cursor, "analytics_dayrollup", source, params, from_traces=False, uuid_ids=False)
 
 
 def load(team_id: int, total: int, now: datetime, seed: int) -> None:
     from django.conf import settings
     from django.db import connection, transaction
 
-    from analytics import rollups
+    from analytics import rollups, snapshots
 
     rng = random.Random(seed)
     hours = 30 * 24
@@ -291,17 +292,18 @@ def load(team_id: int, total: int, now: datetime, seed: int) -> None:
         with connection.cursor() as cursor:
             copy_traces(cursor.cursor, rows)
         loaded += len(rows)
-        if h == hours - 1:  # the last hour: the fold's own code (its deltas per batch of 1,000, added up)
-            for i in range(0, len(rows), 1000):
-                with transaction.atomic():
-                    rollups.add_deltas(rollups.build_deltas(map(rollups.as_columns, rows[i : i + 1000])))
-        elif h % 24 == 23:
+        if h % 24 == 23:
             print(f"  loaded {loaded:,} traces ({loaded / (time.perf_counter() - t0):,.0f}/s)", flush=True)
     print(f"  loaded {loaded:,} traces in {time.perf_counter() - t0:,.0f} s; building the rollups in SQL", flush=True)
     t1 = time.perf_counter()
     minute_floor = now - timedelta(hours=settings.TRACERELAY_RETENTION_MINUTE_HOURS)
     minute_floor = minute_floor.replace(second=0, microsecond=0) + timedelta(minutes=1)
     build_rollups(team_id, start, last_hour, minute_floor)
+    # The last hour: the fold's own code (its deltas per batch of 1,000, added into what SQL built).
+    for i in range(0, len(rows), 1000):
+        with transaction.atomic():
+            rollups.add_deltas(rollups.build_deltas(map(rollups.as_columns, rows[i : i + 1000])))
+    snapshots.all_folded()  # (the traces' rows name their transactions: these are counted already)
     print(f"  rollups built in {time.perf_counter() - t1:,.0f} s", flush=True)
     print(f"  trace indexes rebuilt and vacuum-analyzed in {rebuild_indexes(indexes):,.0f} s")
 

@@ -16,9 +16,12 @@ summary gives per-variant medians over the rounds and, per scenario, the median 
 ratios to the first variant with their range (a wide range: the rounds disagree; run it again
 on a quieter machine).
 
-``--compare-rollups`` skips `analytics.rollups`' ingest receiver for the second team
-(``bench/ingest_asgi.py``: the server's app with the receiver wrapped); analytics has no setting
-of its own to switch it off.
+``--compare-rollups`` compares a database as migrated with one without what the rollups cost
+ingest: on Postgres that is the traces' ``rollup_xid`` column default and its index
+(`analytics.snapshots`; ingest sends no statement of its own for them). The two variants are two
+databases, each served by its own server, so here a variant keeps its server; the order the load
+generator starts them in alternates every round instead. Analytics has no setting to switch
+rollups off.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class Variant:
     team: str
     pii: str | None  # the team's stored PII mode
     rollups: bool = True
+    db_suffix: str | None = None  # a database of its own (the bench database's name + this)
 
 
 @dataclass
@@ -71,7 +75,10 @@ def variants(args: argparse.Namespace) -> list[Variant]:
     if args.compare_pii and args.compare_rollups:
         raise SystemExit("compare one thing at a time: --compare-pii or --compare-rollups")
     if args.compare_rollups:
-        return [Variant("rollups", "bench-rollups", None), Variant("no-rollups", "bench-norollups", None, False)]
+        return [
+            Variant("rollups", "bench-rollups", None, db_suffix=""),
+            Variant("no-rollups", "bench-norollups", None, False, db_suffix="_norollups"),
+        ]
     modes = [m.strip() for m in args.compare_pii.split(",") if m.strip()]
     unknown = [m for m in modes if m not in PII_MODES]
     if unknown or len(modes) < 2 or len(set(modes)) != len(modes):
@@ -117,7 +124,7 @@ class CpuMeter:
 
     def _backends(self) -> list[int]:
         rows = self.db.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s",
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s",
             [self.app_name],
         ).fetchall()
         return [row[0] for row in rows]
@@ -154,18 +161,24 @@ def compare(args: argparse.Namespace) -> None:
     import psycopg
 
     chosen = variants(args)
-    rollups_off = [v.team for v in chosen if not v.rollups]
-    app = "bench.ingest_asgi:application" if rollups_off else "config.asgi:application"
+    own_dbs = all(v.db_suffix is not None for v in chosen)
     servers = [
-        Server(args.port + i, args.workers, app, db_name=args.db_name, env={"PGAPPNAME": f"bench-server-{i}"})
-        for i in range(len(chosen))
+        Server(
+            args.port + i,
+            args.workers,
+            db_name=args.db_name + (v.db_suffix or ""),
+            env={"PGAPPNAME": f"bench-server-{i}"},
+        )
+        for i, v in enumerate(chosen)
     ]
-    keys = servers[0].prepare({v.team: v.pii for v in chosen})
-    if rollups_off:
-        teams = f"Team.objects.filter(name__in={rollups_off!r}).values_list('pk', flat=True)"
-        ids = servers[0].manage("shell", "-c", f"from accounts.models import Team; print(*{teams})")
-        for server in servers:  # the last line: the shell prints a banner first
-            server.env["BENCH_NO_ROLLUP_TEAMS"] = ",".join(ids.strip().splitlines()[-1].split())
+    if own_dbs:
+        keys = {}
+        for server, v in zip(servers, chosen, strict=True):
+            keys |= server.prepare({v.team: v.pii})
+            if not v.rollups:
+                _without_rollups(server.database_url)
+    else:
+        keys = servers[0].prepare({v.team: v.pii for v in chosen})
     db = psycopg.connect(servers[0].database_url.replace("postgres://", "postgresql://"), autocommit=True)
     started: list[Server] = []
     try:
@@ -174,8 +187,9 @@ def compare(args: argparse.Namespace) -> None:
             urls.append(server.start())
             started.append(server)
         meters = [CpuMeter(server.process.pid, f"bench-server-{i}", db) for i, server in enumerate(servers)]  # type: ignore[union-attr]
-        windows = _rounds(args, chosen, keys, urls, meters)
-        traces, deliveries = servers[0].stored()
+        windows = _rounds(args, chosen, keys, urls, meters, rotate=not own_dbs)
+        counted = [server.stored() for server in (servers if own_dbs else servers[:1])]
+        traces, deliveries = sum(c[0] for c in counted), sum(c[1] for c in counted)
         accepted = sum(w.result.accepted + w.warm_accepted for w in windows)
         print(f"stored: {traces:,} traces, {deliveries:,} outbox rows (accepted, warm-ups included: {accepted:,})")
         if traces != accepted:
@@ -187,12 +201,28 @@ def compare(args: argparse.Namespace) -> None:
     summarise(windows, chosen, [s for s in SCENARIOS if not args.only_otlp or s[0] == 1000])
 
 
+def _without_rollups(database_url: str) -> None:
+    """What the schema would be without rollups: no default for the traces' ``rollup_xid`` (it
+    stays null) and no index on it (`analytics` migration 0005)."""
+    import psycopg
+
+    with psycopg.connect(database_url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        conn.execute("ALTER TABLE traces_trace ALTER COLUMN rollup_xid DROP DEFAULT")
+        conn.execute("DROP INDEX trace_rollup_xid")
+
+
 def _rounds(
-    args: argparse.Namespace, chosen: list[Variant], keys: dict[str, str], urls: list[str], meters: list[CpuMeter]
+    args: argparse.Namespace,
+    chosen: list[Variant],
+    keys: dict[str, str],
+    urls: list[str],
+    meters: list[CpuMeter],
+    *,
+    rotate: bool = True,
 ) -> list[Window]:
-    """Every round, every scenario: all variants at the same time, each on its own server (a
-    variant moves to the next server every round), so whatever else the machine does at that
-    moment weighs on each alike."""
+    """Every round, every scenario: all variants at the same time, each on its own server (with
+    ``rotate``, a variant moves to the next server every round; without, the order the load starts
+    in moves), so whatever else the machine does at that moment weighs on each alike."""
     scenarios = [s for s in SCENARIOS if not args.only_otlp or s[0] == 1000]
     print(
         f"tracerelay ingest comparison: {', '.join(v.label for v in chosen)}, side by side on {len(urls)} servers"
@@ -204,7 +234,12 @@ def _rounds(
     windows: list[Window] = []
     for round_no in range(1, args.rounds + 1):
         for batch, concurrency, otlp in scenarios:
-            placed = [(v, (i + round_no - 1) % len(urls)) for i, v in enumerate(chosen)]
+            if rotate:
+                placed = [(v, (i + round_no - 1) % len(urls)) for i, v in enumerate(chosen)]
+            else:
+                placed = [(chosen[i], i) for i in range(len(chosen))]
+                shift = (round_no - 1) % len(placed)
+                placed = placed[shift:] + placed[:shift]
 
             jobs = [(urls[s], keys[v.team], batch, concurrency, otlp) for v, s in placed]
             warm = asyncio.run(_together(jobs, args.warmup))

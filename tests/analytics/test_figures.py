@@ -171,7 +171,7 @@ def test_groups_alone_and_without_ttft(dataset, group):
     assert any(g["ttft_ms"]["p50"] is not None for g in body["groups"])
 
 
-def test_folding_changes_no_figure(db):
+def test_folding_changes_no_figure(transactional_db):
     team, _rows, _other = _build("folding", 900)
     params = [
         {"since": "2026-11-17T15:40:00Z", "group_by": "model"},
