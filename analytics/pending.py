@@ -1,19 +1,22 @@
-"""Reading the traces the rollups do not count yet: those of the `PendingBatch` rows in the read's
-snapshot, counted straight from the traces table.
+"""Reading the traces the rollups do not count yet, straight from the traces table: on Postgres
+those whose transactions the fold's stored snapshot does not see (`analytics.snapshots`), plus any
+named by `PendingBatch` rows (SQLite's form; on Postgres the previous release's, in a rolling
+deploy), in the read's snapshot.
 
-Ingest names its traces in a batch row instead of aggregating them (`analytics.rollups.record`);
-the fold adds them into the rollups and deletes the row in one transaction. So in any snapshot a
-trace is either in a batch row or in the folded rollups, never both, and a read that adds the
-rollups and these traces (in the same REPEATABLE READ transaction, `analytics.selectors`) is exact.
+The fold adds traces into the rollups and stores its snapshot (or deletes their batch row) in one
+transaction. So in any snapshot a trace is either pending or in the folded rollups, never both,
+and a read that adds the rollups and these traces (in the same REPEATABLE READ transaction,
+`analytics.selectors`) is exact.
 
 A `PendingPart` counts like the delta rows it replaces did: each trace in its UTC minute (the
 bucket the fold will put it in), over [since, until) less the minutes raw traces answer, under the
 slice's filters (`Slice.trace_where`) and group (`Slice.trace_group`). On Postgres the part is one
-member of the read's `UNION ALL` (`analytics.merged`, `PendingPart.aggregated`): the batches
-overlapping the range, their ids unnested, each trace fetched by its primary key (a fenced LATERAL
-subquery: Postgres would otherwise hash-join the whole team's traces), the filters applied, and
-the traces added up per interval and group in SQL into rows shaped like rollup rows (counters and
-histogram arrays, keys by `width_bucket` over `sketch.key_bounds`, so SQL and Python key alike).
+member of the read's `UNION ALL` (`analytics.merged`, `PendingPart.aggregated`): the team's pending
+traces by the index ``trace_rollup_xid`` and those of the batches overlapping the range (their ids
+unnested, each trace fetched by its primary key: a fenced LATERAL subquery, or Postgres would
+hash-join the whole team's traces), the filters applied, and the traces added up per interval and
+group in SQL into rows shaped like rollup rows (counters and histogram arrays, keys by
+`width_bucket` over `sketch.key_bounds`, so SQL and Python key alike).
 Elsewhere (SQLite) `PendingPart.rows` returns the traces, and Python adds them with
 `Stats.add_trace` as the raw reads do.
 """
@@ -146,7 +149,7 @@ def aggregated(
     # and those named by batch rows (written by the previous release in a rolling deploy: their
     # rollup_xid is cleared). A batch's seconds bound its traces' (a minute's margin: a trace
     # counts in its minute); the fenced LATERAL fetches each by its primary key.
-    pending, pending_params = snapshots.pending_where(snapshots.stored(), alias="x")
+    pending, pending_params = snapshots.pending_where_read(snapshots.stored(), alias="x")
     source = (
         f"SELECT {fenced} FROM {table} x WHERE x.team_id = %s AND {pending}"
         f" AND x.{q('provider')} <> %s AND x.{stamp} >= %s AND x.{stamp} < %s"

@@ -271,11 +271,13 @@ def _fold_xids_once(limit: int) -> tuple[int, bool]:
             raise snapshots.IdsWentBack(saved, now)
         pending, params = snapshots.pending_where(saved)
         visible = f"pg_visible_in_snapshot({snapshots.COLUMN}, %s::pg_snapshot)"
-        with connection.cursor() as cursor:  # the transaction at the limit, in id order (index order)
-            cursor.execute(
-                f"SELECT x::text FROM (SELECT {snapshots.COLUMN} AS x FROM {table} WHERE {pending} AND {visible}) p"
-                " ORDER BY x OFFSET %s LIMIT 1",
-                [*params, str(now), limit],
+        column, (xmax, xip) = snapshots.COLUMN, snapshots.values(saved)
+        with connection.cursor() as cursor:  # the transaction at the limit, in id order
+            cursor.execute(  # (the range part walks the index in order and stops: a backlog is not sorted)
+                f"SELECT x::text FROM ((SELECT {column} AS x FROM {table} WHERE {column} = ANY(%s::xid8[])"
+                f" AND {visible}) UNION ALL (SELECT {column} FROM {table} WHERE {column} >= %s::xid8 AND {visible}"
+                f" ORDER BY {column} LIMIT %s)) p ORDER BY x OFFSET %s LIMIT 1",
+                [xip, str(now), xmax, str(now), limit + 1, limit],
             )
             over = cursor.fetchone()
         # Up to and including that transaction (never below the stored xmax: what the stored snapshot

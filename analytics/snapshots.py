@@ -84,14 +84,30 @@ NOTHING_FOLDED = Snapshot(3, 3)  # no transaction visible (3: the first normal t
 def pending_where(saved: Snapshot, alias: str = "") -> tuple[str, list[Any]]:
     """SQL (and its parameters) true of a trace pending after ``saved``: not visible in it."""
     column = f"{alias}.{COLUMN}" if alias else COLUMN
-    return f"({column} >= %s::xid8 OR {column} = ANY(%s::xid8[]))", [str(saved.xmax), _array(saved.xip)]
+    return f"({column} >= %s::xid8 OR {column} = ANY(%s::xid8[]))", list(values(saved))
+
+
+def pending_where_read(saved: Snapshot, alias: str) -> tuple[str, list[Any]]:
+    """`pending_where` for a reader that took ``saved`` with `stored` in an earlier statement: the
+    values let the planner see how few traces lie past its xmax (a bound read by the statement
+    itself is unknown when planning, guessed at a third of the table), and the statement checks
+    against the `FoldState` it sees itself as well. Under REPEATABLE READ the two are the same; in
+    a READ COMMITTED transaction (an alert's evaluation) a fold may commit between the statements,
+    and the statement's own, later snapshot is the one that matches the rollups it reads. It sees
+    no more than the earlier one: its pending traces are among those of ``saved``."""
+    sql, params = pending_where(saved, alias)
+    table = connection.ops.quote_name(FoldState._meta.db_table)
+    stored = f"coalesce((SELECT snapshot FROM {table} WHERE id = 1), '{NOTHING_FOLDED}')::pg_snapshot"
+    return f"{sql} AND NOT pg_visible_in_snapshot({alias}.{COLUMN}, {stored})", params
+
+
+def values(saved: Snapshot) -> tuple[str, str]:
+    """``saved``'s xmax and in-progress list as parameters (for ``%s::xid8`` and ``%s::xid8[]``)."""
+    return str(saved.xmax), "{" + ",".join(map(str, saved.xip)) + "}"
 
 
 def stored() -> Snapshot:
-    """The stored `FoldState` (NOTHING_FOLDED when there is no row: a flushed test database). A
-    reader takes it in the snapshot it reads the rollups in, and passes it to `pending_where` as
-    values: with them the planner sees how few traces lie past its xmax (a bound read by the same
-    statement is unknown when planning, guessed at a third of the table)."""
+    """The stored `FoldState` (NOTHING_FOLDED when there is no row: a flushed test database)."""
     snapshot = FoldState.objects.filter(pk=1).values_list("snapshot", flat=True).first()
     return NOTHING_FOLDED if snapshot is None else Snapshot.parse(snapshot)
 
@@ -115,7 +131,3 @@ def all_folded() -> None:
     """Count every committed trace as folded (for loaders that add their traces' deltas themselves,
     with no ingest running: the benches)."""
     store(current())
-
-
-def _array(xids: tuple[int, ...]) -> str:
-    return "{" + ",".join(map(str, xids)) + "}"

@@ -1,27 +1,25 @@
-"""What the rollup write costs ingest, in-process and in CPU time (the machine's load moves
-wall-clock figures; it moves CPU time much less).
+"""What the rollups cost off the ingest path: the fold's CPU per 1,000 traces, in this process
+and in the Postgres backend (the machine's load moves wall-clock figures; it moves CPU time much
+less).
 
     .venv/bin/python bench/analytics_write.py [--batch 1000] [--rounds 30]
 
     .venv/bin/python bench/analytics_write.py --mix simple      # few combinations (11 delta rows)
 
-Each round is `traces_ingest` of a batch (normalise, price, route, store traces + outbox rows and
-the rollups' pending batch row in one transaction), with the `traces_stored` receiver of analytics
-replaced by a timed `rollups.record`. Prints ingest's CPU per trace in this process
+Each round is `traces_ingest` of a batch (normalise, price, route, store traces + outbox rows in
+one transaction). On Postgres ingest does nothing for the rollups beyond the traces' ``rollup_xid``
+column default and its index entry (`analytics.snapshots`); what that costs ingest is measured side
+by side by `bench/ingest.py --compare-rollups`. Prints ingest's CPU per trace in this process
 (`time.process_time`) and in the Postgres backend (/proc/<pid>/stat, 10 ms ticks, summed over the
-rounds), `record`'s CPU here and its statement's EXPLAIN ANALYZE time in Postgres, and the write's
-share of ingest. Then `rollups.fold` of all the rounds' traces, off the ingest path: its CPU here
-and in the backend per 1,000 traces. The default mix is bench/analytics.py's (a few hundred
-delta rows per batch of 1,000).
-(Comparing rounds with and without the receiver was tried: at a load average of 6-10 the two
-medians differ by more than the write costs, either way.) Uses its own database
-(`BENCH_DB`, default `tracerelay_bench_analytics_write`), made and migrated if missing.
+rounds) for scale; then `rollups.fold` of all the rounds' traces: its CPU here and in the backend
+per 1,000 traces. The default mix is bench/analytics.py's (a few hundred delta rows per batch of
+1,000). Uses its own database (`BENCH_DB`, default `tracerelay_bench_analytics_write`), made and
+migrated if missing.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -85,30 +83,14 @@ def main() -> None:
 
     from analytics import rollups
     from pipeline.services import traces_ingest
-    from traces.signals import traces_stored
 
     team, principal = _bench_team()
     items = _realistic(args.batch) if args.mix == "realistic" else _simple(args.batch)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
-    spent = {"cpu": 0.0, "wall": 0.0}
-    last: list[Any] = []
-
-    def timed_record(sender: Any, *, rows: Any, **_: Any) -> None:
-        """`record_stored`, timed."""
-        c, t = time.process_time(), time.perf_counter()
-        rollups.record(rows)
-        spent["cpu"] += time.process_time() - c
-        spent["wall"] += time.perf_counter() - t
-        last[:] = rows
-
-    traces_stored.disconnect(dispatch_uid="analytics.rollups")
-    traces_stored.connect(timed_record, dispatch_uid="analytics.rollups")
     rounds: list[tuple[float, float, float]] = []
     for i in range(args.rounds + 1):
-        if i == 1:
-            spent.update(cpu=0.0, wall=0.0)
         p0, c0, t0 = _backend_cpu_s(pid), time.process_time(), time.perf_counter()
         traces_ingest(principal=principal, items=items, source="batch")
         if i:
@@ -117,55 +99,25 @@ def main() -> None:
     py = sum(r[0] for r in rounds) * 1e6 / n
     pg = sum(r[1] for r in rounds) * 1e6 / n
     wall = statistics.median(r[2] for r in rounds) * 1000
-    record_cpu, record_wall = spent["cpu"] * 1e6 / n, spent["wall"] * 1e6 / n
-    server = _server_us(last, args.batch) if connection.vendor == "postgresql" else 0.0
     p0, c0, t0 = _backend_cpu_s(pid), time.process_time(), time.perf_counter()
     folded = rollups.fold()
     fold_py, fold_pg, fold_wall = time.process_time() - c0, _backend_cpu_s(pid) - p0, time.perf_counter() - t0
-    deltas = len(rollups.build_deltas(map(rollups.as_columns, last)))
+    deltas = len(rollups.build_deltas(_last_batch(team, args.batch)))
     print(f"batch of {args.batch} ({args.mix} mix: {deltas} delta rows when folded), {args.rounds} rounds, "
           f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
-    print(f"  traces_ingest (rollup write included): {py:.1f} µs CPU per trace in Python, {pg:.1f} µs in the "
+    print(f"  traces_ingest: {py:.1f} µs CPU per trace in Python, {pg:.1f} µs in the "
           f"Postgres backend (10 ms clock ticks), {wall:.0f} ms wall per batch")  # fmt: skip
-    print(f"  rollups.record: {record_cpu:.2f} µs CPU per trace in Python, {server:.2f} µs in Postgres (EXPLAIN "
-          f"ANALYZE of its statement), {record_wall:.2f} µs wall")  # fmt: skip
-    write = record_cpu + server
-    print(f"  share of ingest's CPU: {write:.2f} / {py + pg:.1f} µs = {write / (py + pg):.1%}")
     per_1k = 1000 / max(folded, 1)
     print(f"  rollups.fold of {folded:,} traces: {fold_py * per_1k:.3f} CPU-s per 1,000 traces in Python, "
           f"{fold_pg * per_1k:.3f} in the backend, {fold_wall:.1f} s wall")  # fmt: skip
 
 
-def _server_us(rows: list[Any], batch: int) -> float:
-    """Median EXPLAIN ANALYZE execution time of the statement `record` runs for ``rows``
-    (`config.bulk.insert_few`, which goes to the driver's cursor: captured there), per trace, each
-    explained in a transaction that is rolled back."""
-    from unittest import mock
-
-    from django.db import connection, transaction
-
+def _last_batch(team: Any, batch: int) -> list[Any]:
+    """The newest ``batch`` traces of ``team`` as `rollups.build_deltas` rows."""
     from analytics import rollups
+    from traces.models import Trace
 
-    statements: list[tuple[str, Any]] = []
-    connection.ensure_connection()
-    with (
-        transaction.atomic(),
-        mock.patch.object(type(connection.connection.cursor()), "execute", autospec=True) as execute,
-    ):
-        rollups.record(rows)
-        statements += [(c.args[1], c.args[2]) for c in execute.call_args_list if str(c.args[1]).startswith("INSERT")]
-        transaction.set_rollback(True)
-    times = []
-    for _ in range(10):
-        total = 0.0
-        with transaction.atomic(), connection.cursor() as cursor:
-            for sql, params in statements:
-                cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
-                plan = cursor.fetchone()[0]
-                total += (plan if isinstance(plan, list) else json.loads(plan))[0]["Execution Time"]
-            transaction.set_rollback(True)
-        times.append(total)
-    return statistics.median(times) * 1000 / batch
+    return list(Trace.objects.filter(team=team).order_by("-received_at").values_list(*rollups.TRACE_COLUMNS)[:batch])
 
 
 def _simple(batch: int) -> list[dict[str, Any]]:

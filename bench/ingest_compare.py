@@ -19,9 +19,8 @@ on a quieter machine).
 ``--compare-rollups`` compares a database as migrated with one without what the rollups cost
 ingest: on Postgres that is the traces' ``rollup_xid`` column default and its index
 (`analytics.snapshots`; ingest sends no statement of its own for them). The two variants are two
-databases, each served by its own server, so here a variant keeps its server; the order the load
-generator starts them in alternates every round instead. Analytics has no setting to switch
-rollups off.
+databases; every round each server is restarted on the next variant's database, so a variant still
+moves to the next server every round. Analytics has no setting to switch rollups off.
 """
 
 from __future__ import annotations
@@ -179,7 +178,8 @@ def compare(args: argparse.Namespace) -> None:
                 _without_rollups(server.database_url)
     else:
         keys = servers[0].prepare({v.team: v.pii for v in chosen})
-    db = psycopg.connect(servers[0].database_url.replace("postgres://", "postgresql://"), autocommit=True)
+    databases = [server.database_url for server in servers]  # variant i's (own_dbs), else one
+    db = psycopg.connect(databases[0].replace("postgres://", "postgresql://"), autocommit=True)
     started: list[Server] = []
     try:
         urls = []
@@ -187,8 +187,19 @@ def compare(args: argparse.Namespace) -> None:
             urls.append(server.start())
             started.append(server)
         meters = [CpuMeter(server.process.pid, f"bench-server-{i}", db) for i, server in enumerate(servers)]  # type: ignore[union-attr]
-        windows = _rounds(args, chosen, keys, urls, meters, rotate=not own_dbs)
-        counted = [server.stored() for server in (servers if own_dbs else servers[:1])]
+
+        def serve(round_no: int) -> None:
+            """own_dbs: restart each server on the database of the variant it serves this round."""
+            for i, server in enumerate(servers):
+                wanted = databases[(i - round_no + 1) % len(servers)]
+                if server.database_url != wanted:
+                    server.stop()
+                    server.database_url = server.env["DATABASE_URL"] = wanted
+                    urls[i] = server.start()
+                    meters[i] = CpuMeter(server.process.pid, f"bench-server-{i}", db)  # type: ignore[union-attr]
+
+        windows = _rounds(args, chosen, keys, urls, meters, on_round=serve if own_dbs else None)
+        counted = [_stored(url) for url in (databases if own_dbs else databases[:1])]
         traces, deliveries = sum(c[0] for c in counted), sum(c[1] for c in counted)
         accepted = sum(w.result.accepted + w.warm_accepted for w in windows)
         print(f"stored: {traces:,} traces, {deliveries:,} outbox rows (accepted, warm-ups included: {accepted:,})")
@@ -199,6 +210,16 @@ def compare(args: argparse.Namespace) -> None:
         for server in started:
             server.stop()
     summarise(windows, chosen, [s for s in SCENARIOS if not args.only_otlp or s[0] == 1000])
+
+
+def _stored(database_url: str) -> tuple[int, int]:
+    """Traces and outbox rows in a database."""
+    import psycopg
+
+    with psycopg.connect(database_url.replace("postgres://", "postgresql://")) as conn:
+        row = conn.execute("SELECT (SELECT count(*) FROM traces_trace), (SELECT count(*) FROM routing_delivery)")
+        traces, deliveries = row.fetchone() or (0, 0)
+    return traces, deliveries
 
 
 def _without_rollups(database_url: str) -> None:
@@ -218,11 +239,11 @@ def _rounds(
     urls: list[str],
     meters: list[CpuMeter],
     *,
-    rotate: bool = True,
+    on_round: Any = None,
 ) -> list[Window]:
-    """Every round, every scenario: all variants at the same time, each on its own server (with
-    ``rotate``, a variant moves to the next server every round; without, the order the load starts
-    in moves), so whatever else the machine does at that moment weighs on each alike."""
+    """Every round, every scenario: all variants at the same time, each on its own server (a
+    variant moves to the next server every round: ``on_round(round_no)`` first, when the servers
+    must be set up for it), so whatever else the machine does at that moment weighs on each alike."""
     scenarios = [s for s in SCENARIOS if not args.only_otlp or s[0] == 1000]
     print(
         f"tracerelay ingest comparison: {', '.join(v.label for v in chosen)}, side by side on {len(urls)} servers"
@@ -233,13 +254,10 @@ def _rounds(
     )
     windows: list[Window] = []
     for round_no in range(1, args.rounds + 1):
+        if on_round is not None:
+            on_round(round_no)
         for batch, concurrency, otlp in scenarios:
-            if rotate:
-                placed = [(v, (i + round_no - 1) % len(urls)) for i, v in enumerate(chosen)]
-            else:
-                placed = [(chosen[i], i) for i in range(len(chosen))]
-                shift = (round_no - 1) % len(placed)
-                placed = placed[shift:] + placed[:shift]
+            placed = [(v, (i + round_no - 1) % len(urls)) for i, v in enumerate(chosen)]
 
             jobs = [(urls[s], keys[v.team], batch, concurrency, otlp) for v, s in placed]
             warm = asyncio.run(_together(jobs, args.warmup))

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.db import transaction
 
-from analytics import rollups
+from analytics import rollups, snapshots
 from analytics.selectors import analytics_for_team, analytics_groups, parse_query
 
 from .data import check, make_traces, store
@@ -89,3 +90,17 @@ def test_a_pending_trace_deleted_counts_nowhere(team):
     check(body, kept, group="tag")
     assert rollups.fold() == len(kept)
     assert _run(team.id, {"time_range": "24h"}, "tag") == body
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fold_between_a_readers_statements_counts_nothing_twice(team, monkeypatch):
+    """Outside REPEATABLE READ (an alert evaluated in its own transaction) a fold may commit between
+    the reader's look at the fold's snapshot and its statement: the statement checks the snapshot it
+    sees itself, so the traces the fold added count once."""
+    rows = make_traces(team.id, n=60, start=NOW - timedelta(hours=2), span=timedelta(hours=2))
+    store(rows)
+    assert rollups.fold() == 60
+    monkeypatch.setattr(snapshots, "stored", lambda: snapshots.NOTHING_FOLDED)  # (read before the fold)
+    with transaction.atomic():  # (not the outermost block: READ COMMITTED)
+        body = _run(team.id, {"time_range": "24h"}, None)
+    check(body, rows)
