@@ -149,7 +149,7 @@ def aggregated(
     # and those named by batch rows (written by the previous release in a rolling deploy: their
     # rollup_xid is cleared). A batch's seconds bound its traces' (a minute's margin: a trace
     # counts in its minute); the fenced LATERAL fetches each by its primary key.
-    pending, pending_params = snapshots.pending_where_read(snapshots.stored(), alias="x")
+    pending, pending_params = snapshots.pending_where_read(snapshots.for_read(), alias="x")
     source = (
         f"SELECT {fenced} FROM {table} x WHERE x.team_id = %s AND {pending}"
         f" AND x.{q('provider')} <> %s AND x.{stamp} >= %s AND x.{stamp} < %s"

@@ -85,11 +85,10 @@ def record(rows: Sequence[Trace]) -> None:
             teams.setdefault(t.team_id, []).append(t)
     if not teams:
         return
-    as_text = json_text  # (UUIDArrayField's form on SQLite)
     values = []
     for team_id, traces in teams.items():
         seconds = [int(t.timestamp.timestamp()) for t in traces]
-        values.append((team_id, as_text([t.id for t in traces]), min(seconds), max(seconds)))
+        values.append((team_id, json_text([t.id for t in traces]), min(seconds), max(seconds)))  # (SQLite's form)
     insert_few(_PENDING.db_table, _PENDING_COLUMNS, values, casts=("", "uuid[]", "", ""))
 
 
@@ -285,11 +284,18 @@ def _fold_xids_once(limit: int) -> tuple[int, bool]:
         target = now if over is None else now.cut(max(int(over[0]) + 1, saved.xmax))
         if target == saved:
             return 0, False
-        where = RawSQL(f"{pending} AND {visible}", [*params, str(target)], output_field=BooleanField())
-        rows = list(Trace._base_manager.filter(where).exclude(provider=SPAN_PROVIDER).values_list(*TRACE_COLUMNS))
-        add_deltas(build_deltas(rows))
+        done = add_traces_where(f"{pending} AND {visible}", [*params, str(target)])
         snapshots.store(target)
-    return len(rows), target != now
+    return done, target != now
+
+
+def add_traces_where(sql: str, params: list[Any]) -> int:
+    """Add the traces (LLM calls: no spans) that ``sql`` on the traces table picks into the rollups;
+    how many. Call it holding the fold lock."""
+    where = RawSQL(sql, params, output_field=BooleanField())
+    rows = list(Trace._base_manager.filter(where).exclude(provider=SPAN_PROVIDER).values_list(*TRACE_COLUMNS))
+    add_deltas(build_deltas(rows))
+    return len(rows)
 
 
 def add_deltas(

@@ -22,7 +22,7 @@ from django.utils import timezone
 from traces.filters import TraceFilter, parse_trace_filter
 
 from . import plan as planning
-from . import sketch
+from . import sketch, snapshots
 from .live import queue_depth, rate_limit_headers
 from .reading import Acc, new_acc, raw_queryset, read_raw, read_rollups
 from .slices import GROUP_BY, Slice, raw_reasons, slice_for
@@ -188,7 +188,8 @@ def _snapshot() -> Iterator[None]:
             # estimated cost passes jit_above_cost, as large rollup tables make it).
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL jit = off")
-        yield
+        with snapshots.one_look():
+            yield
 
 
 def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> dict[str, Any]:

@@ -19,6 +19,9 @@ is what snapshots list.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +30,6 @@ from django.db import connection
 from .models import FoldState
 
 COLUMN = "rollup_xid"  # traces_trace's column (not a model field: Django never reads or writes it)
-INDEX = "trace_rollup_xid"  # (rollup_xid, team_id) WHERE rollup_xid IS NOT NULL
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,31 @@ def stored() -> Snapshot:
         cursor.execute(f"SELECT snapshot FROM {connection.ops.quote_name(FoldState._meta.db_table)} WHERE id = 1")
         row = cursor.fetchone()
     return NOTHING_FOLDED if row is None else Snapshot.parse(row[0])
+
+
+_answer: ContextVar[list[Snapshot] | None] = ContextVar("analytics_fold_state_read", default=None)
+
+
+@contextmanager
+def one_look() -> Iterator[None]:
+    """Within it, `for_read` reads `FoldState` once and hands every read the same: an answer's
+    reads (series, totals, groups, ...) run in one snapshot. Outside REPEATABLE READ a later read
+    gets an older look than its statement sees, which `pending_where_read` allows for."""
+    token = _answer.set([])
+    try:
+        yield
+    finally:
+        _answer.reset(token)
+
+
+def for_read() -> Snapshot:
+    """`stored`, once per `one_look` block (every time outside one)."""
+    looked = _answer.get()
+    if looked is None:
+        return stored()
+    if not looked:
+        looked.append(stored())
+    return looked[0]
 
 
 def current() -> Snapshot:

@@ -17,11 +17,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
-from django.db.models import BooleanField
-from django.db.models.expressions import RawSQL
 
 from analytics import rollups, snapshots
-from traces.models import SPAN_PROVIDER, Trace
+from traces.models import Trace
 
 
 class Command(BaseCommand):
@@ -37,15 +35,10 @@ class Command(BaseCommand):
             if now.xmax >= saved.xmin:
                 self.stdout.write(f"nothing to do: transaction ids did not go back (folded up to {saved}, now {now})")
                 return
-            pending, params = snapshots.pending_where(saved)
-            where = RawSQL(pending, params, output_field=BooleanField())
-            rows = list(
-                Trace._base_manager.filter(where).exclude(provider=SPAN_PROVIDER).values_list(*rollups.TRACE_COLUMNS)
-            )
-            rollups.add_deltas(rollups.build_deltas(rows))
+            folded = rollups.add_traces_where(*snapshots.pending_where(saved))
             with connection.cursor() as cursor:
-                column = snapshots.COLUMN
-                cursor.execute(f"UPDATE traces_trace SET {column} = NULL WHERE {column} IS NOT NULL")
+                table, column = connection.ops.quote_name(Trace._meta.db_table), snapshots.COLUMN
+                cursor.execute(f"UPDATE {table} SET {column} = NULL WHERE {column} IS NOT NULL")
                 cleared = cursor.rowcount
             snapshots.store(snapshots.current())
-        self.stdout.write(f"folded {len(rows):,} restored traces that were pending; {cleared:,} traces marked folded")
+        self.stdout.write(f"folded {folded:,} restored traces that were pending; {cleared:,} traces marked folded")
