@@ -16,6 +16,7 @@ from . import selectors, services
 from .definition import AlertError, parse_alert
 from .forms import AlertForm, initial_for
 from .models import Alert
+from .wording import describe
 
 NEW_SECRET = "alerts.new_secret"  # session key: the signing secret, shown once after creation
 
@@ -29,7 +30,8 @@ def _alert(request: DashboardRequest, alert_id: int) -> Alert:
 
 @team_view()
 def alert_list(request: DashboardRequest) -> HttpResponse:
-    return render(request, "alerts/list.html", {"alerts": list(selectors.alerts_for_team(request.team.pk))})
+    alerts = [(alert, describe(alert)) for alert in selectors.alerts_for_team(request.team.pk)]
+    return render(request, "alerts/list.html", {"alerts": alerts})
 
 
 @team_view(Permission.MANAGE_ALERTS)
@@ -81,6 +83,7 @@ def alert_detail(request: DashboardRequest, alert_id: int) -> HttpResponse:
         "alerts/detail.html",
         {
             "alert": alert,
+            "description": describe(alert),
             "data": selectors.alert_json(alert),
             "events": selectors.events_for_alert(alert),
             "new_secret": new_secret,
