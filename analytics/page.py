@@ -279,6 +279,14 @@ def _kpis(body: dict[str, Any], all_href: str, failed_href: str, points: int, in
     ]  # fmt: skip
 
 
+def _group_cost(r: dict[str, Any]) -> str:
+    """A breakdown row's cost in its narrow cell: "3 unpriced" when nothing is priced, a partial sum
+    with "+1 unpriced" on a second line (the row's calls are beside it)."""
+    if 0 < r["unpriced"] < r["count"]:
+        return f"{usd(r['cost'])}\n+{r['unpriced']:,} unpriced"
+    return cost_text(r["cost"], count=r["count"], unpriced=r["unpriced"])
+
+
 def _unpriced_words(t: dict[str, Any]) -> str:
     if t["unpriced"] >= t["count"]:
         return "no call has a known price"
@@ -308,7 +316,7 @@ def _breakdown(
                 "share": r["count"] / totals["count"] if totals["count"] else 0,
                 "calls_width": round(r["count"] / most_calls * 100, 1),
                 "cost": r["cost"],
-                "cost_text": cost_text(r["cost"], count=r["count"], unpriced=r["unpriced"]),
+                "cost_text": _group_cost(r),
                 "cost_width": round(r["cost"] / most_cost * 100, 1) if r["cost"] else 0,
                 "unpriced": r["unpriced"],
                 "error_rate": percent(r["error_rate"]),
