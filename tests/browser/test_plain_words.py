@@ -6,13 +6,11 @@ titles, and one name for the feed in the navigation."""
 from __future__ import annotations
 
 import re
-import threading
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 from playwright.sync_api import expect
 
@@ -24,6 +22,7 @@ from reports import services as report_services
 from reports.definition import parse_definition
 
 from ..factories import MembershipFactory, TraceFactory, UserFactory
+from .test_reports import worker  # noqa: F401 (a run carried out shortly after it is queued)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SDK = {"name": "tracerelay-python", "version": "0.4.1"}
@@ -89,20 +88,9 @@ def test_an_alert_reads_as_one_sentence(page, sign_in, shoot, owner_user, team):
     expect(page.get_by_role("row", name="Daily budget")).to_contain_text("Cost ≥ $0.50 this day (UTC)")
 
 
-def test_a_run_without_a_mail_server_says_it_was_not_emailed(page, sign_in, shoot, owner_user, team, settings, calls,
-                                                             monkeypatch):  # fmt: skip
+@pytest.mark.usefixtures("worker", "calls")
+def test_a_run_without_a_mail_server_says_it_was_not_emailed(page, sign_in, shoot, owner_user, team, settings):
     settings.EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"  # no EMAIL_URL: the log
-
-    def run_later(name: str, args: list[Any], **kwargs: Any) -> None:
-        def work() -> None:
-            try:
-                report_services.run_execute(run_id=args[0], final=True)
-            finally:
-                connection.close()
-
-        threading.Timer(0.5, work).start()
-
-    monkeypatch.setattr(report_services.app, "send_task", run_later)
     definition = parse_definition(
         {"name": "Daily spend", "time_range": "24h", "group_by": "model", "recipients": ["cfo@example.com"]}
     )
