@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
+from config.mail import undelivered_reason
 
 from . import selectors, services
 from .definition import AlertError, parse_alert
@@ -84,6 +85,7 @@ def alert_detail(request: DashboardRequest, alert_id: int) -> HttpResponse:
         {
             "alert": alert,
             "description": describe(alert),
+            "mail_not_delivered": undelivered_reason(),
             "data": selectors.alert_json(alert),
             "events": selectors.events_for_alert(alert),
             "new_secret": new_secret,

@@ -150,3 +150,16 @@ def test_an_alert_reads_as_one_sentence_with_its_amounts_formatted(client, team)
 def test_token_alerts_read_with_thousands(client, team, alert):
     login(client, team, "viewer")
     assert "Tokens ≥ 1,000 in the last 60 minutes.</p>" in client.get(f"/alerts/{alert.pk}").content.decode()
+
+
+def test_the_alert_page_says_when_its_mail_would_reach_nobody(client, team, settings):
+    spec = parse_alert(
+        {"name": "Mailed", "metric": "cost", "threshold": 5, "window": {"type": "rolling", "minutes": 60},
+         "notify": {"emails": ["oncall@example.com"]}}
+    )  # fmt: skip
+    alert = services.alert_create(team_id=team.id, spec=spec, actor="test")[0]
+    login(client, team, "viewer")
+    note = "Not emailed: no mail server is configured (EMAIL_URL); written to the log"
+    assert note not in client.get(f"/alerts/{alert.pk}").content.decode()  # tests mail to memory: delivered
+    settings.EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+    assert f'oncall@example.com<div class="sub">{note}</div>' in client.get(f"/alerts/{alert.pk}").content.decode()

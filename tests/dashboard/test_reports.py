@@ -174,5 +174,7 @@ def test_a_run_says_whether_its_mail_reached_anyone(client, team, settings, back
     services.run_execute(run_id=services.run_request(report=report).pk, final=True)
     login(client, team, "viewer")
     page = client.get(f"/reports/{report.pk}").content.decode()
-    assert f'<div class="sub">{shown}</div>' in page
+    assert f'<div class="sub">{shown}</div>' in page  # the run
     assert ("Emailed to" in page) == (backend == "locmem")
+    # and beside the recipients, before any run
+    assert ('cfo@example.com<div class="sub">Not emailed: ' in page) == (backend != "locmem")
