@@ -22,8 +22,9 @@ class NavItem:
     section: str = "main"
 
 
+# No "Overview": `/` is the feed once a team has traces (and "send your first trace" before), so a
+# second item for it would name one page twice; the brand links to `/`.
 NAV: list[NavItem] = [
-    NavItem("Overview", "home"),
     NavItem("Traces", "trace-feed"),
     NavItem("Sessions", "trace-sessions"),
     NavItem("Users", "trace-users"),

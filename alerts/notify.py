@@ -15,14 +15,17 @@ from typing import Any
 
 from django.conf import settings
 from django.core.mail import EmailMessage
+from django.urls import reverse
 
 from config.crypto import decrypt_json
 from config.jsoncodec import dumps
+from config.mail import public_url, undelivered_reason
 from delivery.client import http_client
 from integrations.exporters.webhook import SIGNATURE_HEADER, sign
 from integrations.urlguard import UnsafeDestination, check_url
 
-from .models import Alert, AlertEvent, EventKind, Metric
+from .models import Alert, AlertEvent, EventKind
+from .wording import describe_text, figure, window_words
 
 log = logging.getLogger(__name__)
 ATTEMPTS = 3
@@ -32,7 +35,7 @@ TIMEOUT_S = 10.0
 def payload(alert: Alert, event: AlertEvent) -> dict[str, Any]:
     return {
         "type": f"alert.{event.kind}",
-        "alert": {"id": alert.pk, "name": alert.name},
+        "alert": {"id": alert.pk, "name": alert.name, "url": page_url(alert)},
         "value": float(event.value),
         "threshold": float(event.threshold),
         "window": {**window_json(alert), "start": _iso(event.window_start), "end": _iso(event.window_end)},
@@ -61,22 +64,29 @@ def notify(alert: Alert, event: AlertEvent, emails: list[str]) -> dict[str, Any]
     return results
 
 
+def page_url(alert: Alert) -> str:
+    """The alert's page in the dashboard (TRACERELAY_PUBLIC_URL)."""
+    return public_url(reverse("alert-detail", args=[alert.pk]))
+
+
 def _email(alert: Alert, event: AlertEvent, to: list[str]) -> str:
-    value, threshold = _figure(alert, event.value), _figure(alert, event.threshold)
+    value, threshold = figure(alert.metric, event.value), figure(alert.metric, event.threshold)
     what = "crossed" if event.kind == EventKind.FIRED else "is back under"
     subject = f"[tracerelay] {'FIRING' if event.kind == EventKind.FIRED else 'resolved'}: {alert.name}"
     body = (
-        f"{alert.name} ({alert.team.name}) {what} its threshold.\n\n"
+        f"{alert.name} ({alert.team.name}) {what} its threshold: {describe_text(alert)}.\n\n"
         f"Value:     {value}\nThreshold: {threshold}\n"
-        f"Window:    {_iso(event.window_start)} to {_iso(event.window_end)} ({_window_words(alert)})\n"
-        f"At:        {_iso(event.at)}\n"
+        f"Window:    {_iso(event.window_start)} to {_iso(event.window_end)} ({window_words(alert)})\n"
+        f"At:        {_iso(event.at)}\n\n"
+        f"Open the alert: {page_url(alert)}\n"
     )
     try:
         EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, to).send(fail_silently=False)
     except Exception as exc:  # recorded on the event; the evaluation goes on
         log.warning("alert %s: email failed: %s", alert.pk, exc)
         return f"failed: {exc}"
-    return "sent"
+    undelivered = undelivered_reason()
+    return f"not sent: {undelivered}" if undelivered else "sent"
 
 
 def _post(url: str, body: bytes, secret: str) -> dict[str, Any]:
@@ -105,18 +115,6 @@ def _post(url: str, body: bytes, secret: str) -> dict[str, Any]:
             time.sleep(0.5 * 2**attempt)
     log.warning("alert webhook %s failed: %s", url, error)
     return {"url": url, "ok": False, "error": error}
-
-
-def _figure(alert: Alert, value: Any) -> str:
-    if alert.metric == Metric.COST:
-        return f"${value:,.4f}"
-    return f"{int(value):,}" + (" tokens" if alert.metric == Metric.TOKENS else " traces")
-
-
-def _window_words(alert: Alert) -> str:
-    if alert.window_type == "rolling":
-        return f"the last {alert.window_minutes} minutes"
-    return f"this {alert.period} (UTC)"
 
 
 def _iso(value: Any) -> str:

@@ -147,7 +147,10 @@ class EventSerializer(serializers.Serializer):
     value = serializers.FloatField()
     threshold = serializers.FloatField()
     window = EventWindowSerializer()
-    notifications = serializers.DictField(help_text="What the email and each webhook answered.")
+    notifications = serializers.DictField(
+        help_text='What the email and each webhook answered: `email` is "sent", "failed: <error>" or, with no '
+        'mail server configured, "not sent: no mail server is configured (EMAIL_URL); written to the log".'
+    )
 
 
 class EventListSerializer(serializers.Serializer):

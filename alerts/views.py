@@ -11,11 +11,13 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
+from config.mail import undelivered_reason
 
 from . import selectors, services
 from .definition import AlertError, parse_alert
 from .forms import AlertForm, initial_for
 from .models import Alert
+from .wording import describe
 
 NEW_SECRET = "alerts.new_secret"  # session key: the signing secret, shown once after creation
 
@@ -29,7 +31,8 @@ def _alert(request: DashboardRequest, alert_id: int) -> Alert:
 
 @team_view()
 def alert_list(request: DashboardRequest) -> HttpResponse:
-    return render(request, "alerts/list.html", {"alerts": list(selectors.alerts_for_team(request.team.pk))})
+    alerts = [(alert, describe(alert)) for alert in selectors.alerts_for_team(request.team.pk)]
+    return render(request, "alerts/list.html", {"alerts": alerts})
 
 
 @team_view(Permission.MANAGE_ALERTS)
@@ -81,6 +84,8 @@ def alert_detail(request: DashboardRequest, alert_id: int) -> HttpResponse:
         "alerts/detail.html",
         {
             "alert": alert,
+            "description": describe(alert),
+            "mail_not_delivered": undelivered_reason(),
             "data": selectors.alert_json(alert),
             "events": selectors.events_for_alert(alert),
             "new_secret": new_secret,

@@ -14,6 +14,8 @@ from urllib.parse import quote_plus, urlencode
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
+from config.money import cost_text, usd
+
 from . import charts
 
 TIME_PARAMS = ("time_range", "since", "until", "interval", "tz")
@@ -30,20 +32,9 @@ def compact(value: float) -> str:
     return f"{value:,.0f}" if value == int(value) else f"{value:,.3g}"
 
 
-def money(value: float | None) -> str:
-    if value is None:
-        return "–"
-    if value == 0:
-        return "$0"
-    if abs(value) < 0.01:
-        return f"${value:.4f}".rstrip("0")
-    if abs(value) >= 10_000:
-        return f"${value / 1000:,.1f}k"
-    return f"${value:,.2f}"
-
-
 def money_tick(value: float) -> str:
-    return "$0" if value == 0 else (f"${value:.3g}" if value < 1 else money(value))
+    """An axis label: the ticks are round amounts, so whole dollars drop their cents ("$20", "$0.005")."""
+    return usd(value).removesuffix(".00")
 
 
 def duration(ms: float | None) -> str:
@@ -123,11 +114,7 @@ def context(body: dict[str, Any], filters: dict[str, list[str]], *, groups: dict
             ]
         }
     )
-    cost = columns(
-        lambda i, p, a, b: {
-            "segments": [seg(p["cost"], "series-cost", hrefs[i], _cost_title(p["cost"], p["unpriced"]))]
-        }
-    )
+    cost = columns(lambda i, p, a, b: {"segments": [seg(p["cost"], "series-cost", hrefs[i], _cost_title(p))]})
     tokens = columns(
         lambda i, p, a, b: {
             "segments": [
@@ -226,8 +213,8 @@ def _chart(slug: str, title: str, sub: str, svg: SafeString, legend: list[tuple[
     return {"slug": slug, "title": title, "sub": sub, "svg": svg, "legend": legend}
 
 
-def _cost_title(cost: float, unpriced: int) -> str:
-    return money(cost) + (f" (+{unpriced:,} unpriced)" if unpriced else "")
+def _cost_title(point: dict[str, Any]) -> str:
+    return cost_text(point["cost"], count=point["count"], unpriced=point["unpriced"])
 
 
 def _rate_limit_chart(
@@ -275,8 +262,9 @@ def _kpis(body: dict[str, Any], all_href: str, failed_href: str, points: int, in
         },
         {
             "label": "Cost",
-            "value": money(t["cost"]),
-            "sub": f"+{t['unpriced']:,} unpriced calls not in the sum" if t["unpriced"] else "every call priced",
+            # Nothing priced: "3 unpriced", never "$0"; under a partial sum, what it leaves out.
+            "value": f"{t['unpriced']:,} unpriced" if 0 < t["count"] <= t["unpriced"] else usd(t["cost"]),
+            "sub": _unpriced_words(t) if t["unpriced"] else "every call priced",
             "tone": "warning" if t["unpriced"] else "",
         },
         {
@@ -289,6 +277,20 @@ def _kpis(body: dict[str, Any], all_href: str, failed_href: str, points: int, in
         {"label": "Time to first token", "value": duration(ttft["p50"]),
          "sub": f"p50 · p95 {duration(ttft['p95'])} (streamed)" if ttft["p50"] is not None else "no streamed calls"},
     ]  # fmt: skip
+
+
+def _group_cost(r: dict[str, Any]) -> str:
+    """A breakdown row's cost in its narrow cell: "3 unpriced" when nothing is priced, a partial sum
+    with "+1 unpriced" on a second line (the row's calls are beside it)."""
+    if 0 < r["unpriced"] < r["count"]:
+        return f"{usd(r['cost'])}\n+{r['unpriced']:,} unpriced"
+    return cost_text(r["cost"], count=r["count"], unpriced=r["unpriced"])
+
+
+def _unpriced_words(t: dict[str, Any]) -> str:
+    if t["unpriced"] >= t["count"]:
+        return "no call has a known price"
+    return f"{t['unpriced']:,} of {t['count']:,} calls unpriced, not in the sum"
 
 
 def _breakdown(
@@ -314,7 +316,7 @@ def _breakdown(
                 "share": r["count"] / totals["count"] if totals["count"] else 0,
                 "calls_width": round(r["count"] / most_calls * 100, 1),
                 "cost": r["cost"],
-                "cost_text": money(r["cost"]),
+                "cost_text": _group_cost(r),
                 "cost_width": round(r["cost"] / most_cost * 100, 1) if r["cost"] else 0,
                 "unpriced": r["unpriced"],
                 "error_rate": percent(r["error_rate"]),

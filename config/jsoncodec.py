@@ -21,3 +21,14 @@ def dumps(value: Any) -> bytes:
 def iso(value: Any) -> str | None:
     """A datetime as the API writes it: ISO 8601 with ``Z`` for UTC; None stays None."""
     return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def shown(value: Any) -> str:
+    """A JSON value (a metadata value) as text for people: a string as it is, anything else as JSON
+    (``true``, ``null``, ``2.5``, ``{"name": "tracerelay"}``), never Python's repr (``{'name': …}``)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, cls=DjangoJSONEncoder)
+    except (TypeError, ValueError):  # not JSON at all (never stored, but say something readable)
+        return str(value)

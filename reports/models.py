@@ -66,6 +66,7 @@ class ReportRun(models.Model):
     csv = models.BinaryField(null=True, blank=True)
     pdf = models.BinaryField(null=True, blank=True)
     emailed_to = models.JSONField(default=list, blank=True)
+    not_emailed = models.TextField(blank=True, help_text="Why the recipients got no mail (no mail server configured).")
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

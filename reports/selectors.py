@@ -77,6 +77,7 @@ def run_json(run: ReportRun, formats: list[str], absolute: Callable[[str], str] 
         "error": run.error or None,
         "files": files,
         "emailed_to": list(run.emailed_to or []),
+        "not_emailed": run.not_emailed or None,
         "created_at": run.created_at.isoformat(),
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,

@@ -107,7 +107,14 @@ class RunSerializer(serializers.Serializer):
     attempts = serializers.IntegerField()
     error = serializers.CharField(allow_null=True, help_text="The last attempt's error (a failed run keeps it).")
     files = RunFilesSerializer()
-    emailed_to = serializers.ListField(child=serializers.CharField())
+    emailed_to = serializers.ListField(
+        child=serializers.CharField(), help_text="Who the files were mailed to (empty when `not_emailed` says why not)."
+    )
+    not_emailed = serializers.CharField(
+        allow_null=True,
+        help_text="Why the report's recipients got no mail although the run succeeded, e.g. "
+        '"no mail server is configured (EMAIL_URL); written to the log"; null otherwise.',
+    )
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)

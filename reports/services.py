@@ -18,12 +18,14 @@ from typing import Any
 from django.conf import settings
 from django.core.mail import EmailMessage
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from accounts.services import audit
 from analytics.selectors import AnalyticsError
 from config.celery import Queue, app
+from config.mail import public_url, undelivered_reason
 from traces.filters import FilterError
 
 from .content import report_content
@@ -172,7 +174,9 @@ def run_execute(*, run_id: int, final: bool) -> ReportRun | None:
         run.save(update_fields=["csv", "pdf"])
         if definition.recipients:
             _email(run, definition, files)
-            run.emailed_to = list(definition.recipients)
+            # A backend that writes to the log (no EMAIL_URL) reached nobody: the run says so.
+            run.not_emailed = undelivered_reason() or ""
+            run.emailed_to = [] if run.not_emailed else list(definition.recipients)
     except Exception as exc:
         permanent = isinstance(exc, PermanentFailure)
         run.error = str(exc) or exc.__class__.__name__
@@ -184,7 +188,7 @@ def run_execute(*, run_id: int, final: bool) -> ReportRun | None:
             raise
         return run
     run.status, run.error, run.finished_at = RunStatus.SUCCEEDED, "", timezone.now()
-    run.save(update_fields=["status", "error", "finished_at", "emailed_to"])
+    run.save(update_fields=["status", "error", "finished_at", "emailed_to", "not_emailed"])
     return run
 
 
@@ -195,6 +199,7 @@ def _email(run: ReportRun, definition: Definition, files: dict[str, bytes]) -> N
         body=(
             f"The report \u201c{definition.name}\u201d of team {run.report.team.name} for {period} is attached"
             f" ({', '.join(fmt.upper() for fmt in files)}).\n\n"
+            f"The report and its runs: {public_url(reverse('report-detail', args=[run.report_id]))}\n\n"
             "You receive it because you are on the report's recipient list in tracerelay.\n"
         ),
         from_email=settings.DEFAULT_FROM_EMAIL,

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
+from config.mail import undelivered_reason
 
 from . import selectors, services
 from .api import file_response
@@ -78,6 +79,7 @@ def report_detail(request: DashboardRequest, report_id: int) -> HttpResponse:
         "definition": services.definition_of(report),
         "runs": runs,
         "polling": any(run.status in ACTIVE for run in runs),
+        "mail_not_delivered": undelivered_reason(),  # said beside the recipients before any run
     }
     if request.htmx and request.htmx.target == "runs":
         return render(request, "reports/detail.html#runs", context)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from django import template
 from django.utils import timezone
 from django.utils.html import format_html
+
+from config import money
+from config.jsoncodec import shown
+from config.money import Amount
 
 register = template.Library()
 
@@ -26,3 +31,23 @@ def timestamp(value: datetime | None, empty: str = "—") -> str:
         utc.strftime("%Y-%m-%d %H:%M:%S"),
         utc.strftime("%Y-%m-%d %H:%M"),
     )
+
+
+@register.filter
+def usd(value: Amount | None, exact: str = "") -> str:
+    """``{{ cost|usd }}``: money as every page shows it (config.money); ``{{ cost|usd:"exact" }}`` keeps
+    every stored digit."""
+    return money.usd(value, exact=exact == "exact")
+
+
+@register.simple_tag
+def cost_text(cost: Amount | None, count: int, unpriced: int) -> str:
+    """``{% cost_text cost count unpriced %}``: a sum of costs as far as it is known ("3 unpriced",
+    "$1.20 (2 of 5 unpriced)")."""
+    return money.cost_text(cost, count=count or 0, unpriced=unpriced or 0)
+
+
+@register.filter
+def as_shown(value: Any) -> str:
+    """``{{ value|as_shown }}``: a JSON value (a metadata value) as text, never Python's repr."""
+    return shown(value)

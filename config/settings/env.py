@@ -5,6 +5,7 @@ import secrets
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -62,3 +63,18 @@ def data_secret_key() -> str:
     with os.fdopen(fd, "w") as handle:
         handle.write(value)
     return value
+
+
+def public_url_setting(var: str, value: str) -> str:
+    """An absolute http(s) URL people open (no query, fragment or credentials), without its trailing
+    slash; anything else stops the start with the variable named."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment or parts.username:
+        raise ImproperlyConfigured(
+            f"{var}={value!r} is not the dashboard's address: write it as https://host[:port][/path]."
+        )
+    try:
+        parts.port  # noqa: B018 (a port that is no number raises here)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{var}={value!r}: {exc}.") from exc
+    return value.strip().rstrip("/")

@@ -1,7 +1,7 @@
 """Secrets, cookies, e-mail and outbound-request guards."""
 
 from .base import DEBUG
-from .env import env
+from .env import env, public_url_setting
 
 # Fernet key(s) for integration secrets; the first encrypts, all decrypt (rotation).
 # Without one, a key is derived from SECRET_KEY so the embedded default works out of the box.
@@ -47,6 +47,12 @@ EMAIL_USE_TLS = bool(_email.get("EMAIL_USE_TLS"))
 EMAIL_USE_SSL = bool(_email.get("EMAIL_USE_SSL"))
 EMAIL_TIMEOUT = 10
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="tracerelay <noreply@localhost>")
+# Where people reach the dashboard, for links in what is sent without a request to take the host
+# from (alert and report e-mails): scheme, host, port and any path prefix. bin/run's address by default.
+_served_at = f"http://127.0.0.1:{env.int('PORT', default=8000)}"
+TRACERELAY_PUBLIC_URL = public_url_setting(
+    "TRACERELAY_PUBLIC_URL", env.str("TRACERELAY_PUBLIC_URL", default=_served_at)
+)
 
 # Outbound destinations (webhooks, integration hosts): private and loopback ranges only when allowed.
 TRACERELAY_ALLOW_PRIVATE_DESTINATIONS = env.bool("TRACERELAY_ALLOW_PRIVATE_DESTINATIONS", default=True)

@@ -1,4 +1,7 @@
-"""The CSV: one row per group per interval, oldest interval first (`group` empty without group_by)."""
+"""The CSV: one row per group per interval, oldest interval first (`group` empty without group_by).
+
+`cost` is the exact sum of the row's priced traces, and empty when no trace of the row has a price
+(never a silent 0); `unpriced` counts the row's traces without a known price."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ CSV_COLUMNS = (
     "completion_tokens",
     "total_tokens",
     "cost",
+    "unpriced",
     "p50_ms",
     "p95_ms",
 )
@@ -40,7 +44,8 @@ def csv_bytes(content: Content) -> bytes:
                 s.prompt_tokens,
                 s.completion_tokens,
                 s.total_tokens,
-                _money(s.cost),
+                _money(s.cost) if s.count > s.unpriced else "",
+                s.unpriced,
                 _number(latency["p50"]),
                 _number(latency["p95"]),
             ]

@@ -1,5 +1,8 @@
 """The PDF (reportlab): title, team and period, a summary table, cost and volume over time, the
-top models, the breakdown by the report's group, and "Page N of M" on every page."""
+top models, the breakdown by the report's group, and "Page N of M" on every page.
+
+Amounts go through the one money formatter (config.money); a cost that is not fully known says so
+("3 unpriced", or "n of m unpriced" under a partial sum), never 0.00."""
 
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
 from reportlab.lib.units import mm
 from reportlab.pdfgen.canvas import Canvas
 from reportlab.platypus import KeepTogether, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
+
+from config.money import cost_text, usd
 
 from ..content import Content
 
@@ -59,11 +64,13 @@ def _story(c: Content) -> list[Any]:
             Paragraph(f"{totals['unpriced']:,} traces have no known price and are not in the cost figures.", small)
         )
     series, interval = answer["series"], answer["range"]["interval"]
+    times = [p["t"] for p in series]
+    costs = [Decimal(str(p["cost"])) for p in series]
     story += [
-        Paragraph("Cost over time (USD)", h2),
-        _bar_chart([Decimal(str(p["cost"])) for p in series], [p["t"] for p in series], interval, money=True),
+        Paragraph("Cost over time (priced traces, USD)", h2),
+        _bar_chart(costs, times, interval, money=True, empty=_no_cost(totals)),
         Paragraph("Volume over time (traces)", h2),
-        _bar_chart([p["count"] for p in series], [p["t"] for p in series], interval, money=False),
+        _bar_chart([p["count"] for p in series], times, interval, money=False, empty="No traces in this period."),
     ]
     story.append(KeepTogether([Paragraph("Top models", h2), _groups_table(c.top_models, "Model")]))
     if c.group_by and c.group_by != "model":
@@ -77,7 +84,7 @@ def _story(c: Content) -> list[Any]:
 
 def _summary_rows(totals: dict[str, Any], latency: dict[str, Any]) -> list[list[str]]:
     return [
-        ["Traces", f"{totals['count']:,}", "Cost (USD)", _money(totals["cost"])],
+        ["Traces", f"{totals['count']:,}", "Cost", _cost(totals)],
         ["Errors", f"{totals['errors']:,}", "Prompt tokens", f"{totals['prompt_tokens']:,}"],
         ["Rate limited", f"{totals['rate_limited']:,}", "Completion tokens", f"{totals['completion_tokens']:,}"],
         ["Error rate", f"{totals['error_rate'] * 100:.2f}%", "Total tokens", f"{totals['total_tokens']:,}"],
@@ -89,7 +96,7 @@ def _summary_rows(totals: dict[str, Any], latency: dict[str, Any]) -> list[list[
 def _groups_table(groups: list[dict[str, Any]], label: str) -> Table | Paragraph:
     if not groups:
         return Paragraph("No traces in this period.", getSampleStyleSheet()["Normal"])
-    rows = [[label, "Traces", "Errors", "Tokens", "Cost (USD)", "p95 ms"]]
+    rows = [[label, "Traces", "Errors", "Tokens", "Cost", "p95 ms"]]
     for g in groups:
         rows.append(
             [
@@ -97,7 +104,7 @@ def _groups_table(groups: list[dict[str, Any]], label: str) -> Table | Paragraph
                 f"{g['count']:,}",
                 f"{g['errors'] + g['rate_limited']:,}",
                 f"{g['total_tokens']:,}",
-                _money(g["cost"]),
+                _cost(g),
                 _ms(g["latency_ms"]["p95"]),
             ]
         )
@@ -108,23 +115,26 @@ def _breakdown_table(c: Content) -> Table:
     """Periods down, the top groups across (at most six: the CSV has all of them)."""
     keys = list(dict.fromkeys(row.group for row in c.rows))[:6]
     interval = c.answer["range"]["interval"]
-    cells: dict[str, dict[Any, Decimal]] = defaultdict(dict)
+    cells: dict[str, dict[Any, str]] = defaultdict(dict)
     for row in c.rows:
         if row.group in keys:
-            cells[row.period_start][row.group] = row.stats.cost
+            s = row.stats
+            cells[row.period_start][row.group] = (
+                _cost({"cost": s.cost, "count": s.count, "unpriced": s.unpriced}) if s.count else "–"
+            )
     rows = [["Period", *(_clip(k, 18) for k in keys)]]
     for period, by_key in cells.items():
-        rows.append([_short_time(period, interval), *(_money(float(by_key.get(k, 0))) for k in keys)])
+        rows.append([_short_time(period, interval), *(by_key.get(k, "–") for k in keys)])
     first = 34 * mm
     rest = (WIDTH - first) / max(1, len(keys))
     return _table(rows, header=True, widths=[first, *([rest] * len(keys))], font_size=7.5)
 
 
-def _bar_chart(values: list[Any], times: list[str], interval: str, *, money: bool) -> Drawing:
+def _bar_chart(values: list[Any], times: list[str], interval: str, *, money: bool, empty: str) -> Drawing:
     height = 55 * mm
     drawing = Drawing(WIDTH, height)
     if not values or not any(values):
-        drawing.add(String(WIDTH / 2, height / 2, "No traces in this period.", textAnchor="middle", fillColor=MUTED))
+        drawing.add(String(WIDTH / 2, height / 2, empty, textAnchor="middle", fillColor=MUTED))
         return drawing
     chart = VerticalBarChart()
     chart.x, chart.y = 16 * mm, 10 * mm
@@ -135,7 +145,7 @@ def _bar_chart(values: list[Any], times: list[str], interval: str, *, money: boo
     chart.barSpacing = 0.5
     chart.valueAxis.valueMin = 0
     chart.valueAxis.labels.fontSize = 7
-    chart.valueAxis.labelTextFormat = (lambda v: f"${v:,.2f}") if money else (lambda v: f"{v:,.0f}")
+    chart.valueAxis.labelTextFormat = usd if money else (lambda v: f"{v:,.0f}")
     step = max(1, len(times) // 8)  # at most ~8 labels along the axis
     chart.categoryAxis.categoryNames = [_short_time(t, interval) if i % step == 0 else "" for i, t in enumerate(times)]
     chart.categoryAxis.labels.fontSize = 7
@@ -204,9 +214,17 @@ def _short_time(iso: str, interval: str) -> str:
     return date if interval == "day" else f"{date[5:]} {time[:5]}"
 
 
-def _money(value: Any) -> str:
-    value = float(value)
-    return f"{value:,.2f}" if value >= 1 or value == 0 else f"{value:.4f}"
+def _cost(figures: dict[str, Any]) -> str:
+    """A total's or a group's cost as far as it is known (two lines when partly unpriced)."""
+    return cost_text(figures["cost"], count=figures["count"], unpriced=figures["unpriced"], sep="\n")
+
+
+def _no_cost(totals: dict[str, Any]) -> str:
+    if not totals["count"]:
+        return "No traces in this period."
+    if totals["unpriced"] >= totals["count"]:
+        return f"No known cost: all {totals['count']:,} traces of this period are unpriced."
+    return "No cost in this period."
 
 
 def _ms(value: Any) -> str:

@@ -160,6 +160,7 @@ def test_unpriced_traces_are_not_zero_dollars_they_raise_the_builtin_alert(team,
 
 
 def test_notifications_email_and_signed_webhook(team, settings):
+    settings.TRACERELAY_PUBLIC_URL = "https://tracerelay.example.com/obs"
     with FakeServer() as hook, smtp_server() as mailbox:
         use_smtp(settings, mailbox)
         alert = make(team, notify={"emails": ["oncall@example.com"], "webhooks": [{"url": f"{hook.url}/alerts"}]})
@@ -167,13 +168,16 @@ def test_notifications_email_and_signed_webhook(team, settings):
         services.evaluate(alert.pk, NOW)
         message = mailbox.wait_for("oncall@example.com")
         assert message["Subject"] == "[tracerelay] FIRING: Budget"
-        assert "Value:     $3.0000" in mailbox.body(message)
+        text = mailbox.body(message).replace("\r\n", "\n")
+        assert "Budget (spenders) crossed its threshold: Cost ≥ $1.00 in the last 60 minutes.\n" in text
+        assert "Value:     $3.00\nThreshold: $1.00\n" in text
+        assert f"Open the alert: https://tracerelay.example.com/obs/alerts/{alert.pk}\n" in text
         assert hook.wait_for(1)
         request = hook.requests[0]
         body = request.json()
         assert body == {
             "type": "alert.fired",
-            "alert": {"id": alert.pk, "name": "Budget"},
+            "alert": {"id": alert.pk, "name": "Budget", "url": f"https://tracerelay.example.com/obs/alerts/{alert.pk}"},
             "value": 3.0,
             "threshold": 1.0,
             "window": {
@@ -192,6 +196,26 @@ def test_notifications_email_and_signed_webhook(team, settings):
         assert hook.wait_for(2) and hook.requests[1].json()["type"] == "alert.resolved"
     event = AlertEvent.objects.filter(alert=alert, kind="fired").get()
     assert event.notifications["email"] == "sent" and event.notifications["webhooks"][0]["ok"] is True
+
+
+def test_an_email_to_no_mail_server_says_it_was_not_sent(team, settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"  # no EMAIL_URL: the log
+    alert = make(team, threshold=0.5, notify={"emails": ["oncall@example.com"]})
+    spend(team, "0.0000035", NOW - timedelta(minutes=1))
+    spend(team, "0.6", NOW - timedelta(minutes=2))
+    assert services.evaluate(alert.pk, NOW).event == "fired"
+    event = AlertEvent.objects.get(alert=alert)
+    assert event.notifications["email"] == "not sent: no mail server is configured (EMAIL_URL); written to the log"
+
+
+def test_small_amounts_keep_their_digits_in_the_email(team, mailoutbox):
+    alert = make(team, threshold=0.000001, notify={"emails": ["oncall@example.com"]})
+    spend(team, "0.0000035", NOW - timedelta(minutes=1))
+    services.evaluate(alert.pk, NOW)
+    (message,) = mailoutbox
+    assert "Value:     $0.0000035\nThreshold: $0.000001\n" in message.body
+    assert "Cost ≥ $0.000001 in the last 60 minutes" in message.body
+    assert AlertEvent.objects.get(alert=alert).notifications["email"] == "sent"
 
 
 def test_a_failing_webhook_is_retried_and_recorded(team, settings, monkeypatch):

@@ -60,7 +60,6 @@ def test_the_nav_shows_pages_that_exist_and_the_role_allows(monkeypatch, team, o
     as_viewer = Membership.objects.get(user=viewer, team=team)
     labels = [link.label for link in nav_links("/", as_owner, "main")]
     assert labels == [
-        "Overview",
         "Traces",
         "Sessions",
         "Users",
@@ -73,7 +72,6 @@ def test_the_nav_shows_pages_that_exist_and_the_role_allows(monkeypatch, team, o
     ]
     viewer_labels = [link.label for link in nav_links("/", as_viewer, "main")]
     assert viewer_labels == [
-        "Overview",
         "Traces",
         "Sessions",
         "Users",

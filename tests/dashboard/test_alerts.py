@@ -133,3 +133,33 @@ def test_outsiders_get_404(client, alert):
         assert client.get(url).status_code == 404
     for url in (f"/alerts/{alert.pk}/toggle", f"/alerts/{alert.pk}/delete"):
         assert client.post(url).status_code == 404
+
+
+def test_an_alert_reads_as_one_sentence_with_its_amounts_formatted(client, team):
+    spec = parse_alert(
+        {"name": "Daily", "metric": "cost", "threshold": 0.5, "window": {"type": "calendar", "period": "day"},
+         "scope": {"model": "gpt-4o*", "environment": "<prod>"}}
+    )  # fmt: skip
+    alert = services.alert_create(team_id=team.id, spec=spec, actor="test")[0]
+    login(client, team, "viewer")
+    words = "Cost ≥ $0.50 this day (UTC), for model <code>gpt-4o*</code> and environment <code>&lt;prod&gt;</code>"
+    assert f'<p class="lead">{words}.</p>' in client.get(f"/alerts/{alert.pk}").content.decode()  # no " ."
+    assert f'<div class="sub">{words}</div>' in client.get("/alerts").content.decode()
+
+
+def test_token_alerts_read_with_thousands(client, team, alert):
+    login(client, team, "viewer")
+    assert "Tokens ≥ 1,000 in the last 60 minutes.</p>" in client.get(f"/alerts/{alert.pk}").content.decode()
+
+
+def test_the_alert_page_says_when_its_mail_would_reach_nobody(client, team, settings):
+    spec = parse_alert(
+        {"name": "Mailed", "metric": "cost", "threshold": 5, "window": {"type": "rolling", "minutes": 60},
+         "notify": {"emails": ["oncall@example.com"]}}
+    )  # fmt: skip
+    alert = services.alert_create(team_id=team.id, spec=spec, actor="test")[0]
+    login(client, team, "viewer")
+    note = "Not emailed: no mail server is configured (EMAIL_URL); written to the log"
+    assert note not in client.get(f"/alerts/{alert.pk}").content.decode()  # tests mail to memory: delivered
+    settings.EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+    assert f'oncall@example.com<div class="sub">{note}</div>' in client.get(f"/alerts/{alert.pk}").content.decode()

@@ -161,3 +161,20 @@ def test_no_traces_says_so(as_role):
 def test_the_nav_links_to_it(as_role):
     page = as_role("viewer").get("/traces").content.decode()
     assert 'href="/analytics"' in page
+
+
+def test_unpriced_calls_are_counted_in_words_and_tiny_costs_keep_their_digits(as_role, team):
+    now = timezone.now().replace(second=30, microsecond=0) - timedelta(hours=1)
+    rows = [TraceFactory(team=team, timestamp=now, model="mystery", cost=None, unpriced=True) for _ in range(3)]
+    rows += [TraceFactory(team=team, timestamp=now, model="gpt-4o-mini", cost=Decimal("0.0000035"), tags=["tiny"])]
+    rows += [TraceFactory(team=team, timestamp=now, model="gpt-4o", cost=Decimal("0.25"), tags=["half"])]
+    rows += [TraceFactory(team=team, timestamp=now, model="gpt-4o", cost=None, unpriced=True, tags=["half"])]
+    rollups.record(rows)
+    page = as_role("viewer").get(URL).content.decode()
+    models = page[page.index('id="breakdown-model"') : page.index('id="breakdown-provider"')]
+    tags = page[page.index('id="breakdown-tag"') :]
+    assert ">3 unpriced</span>" in models  # not "$0 +3"
+    assert ">$0.25<br>+1 unpriced</span>" in models
+    assert ">$0.0000035</span>" in tags and "$0.<" not in page  # not "$0."
+    assert "4 of 6 calls unpriced, not in the sum" in page
+    assert "</abbr>" not in models and "$0 " not in page  # not "$0 <abbr>+3</abbr>"

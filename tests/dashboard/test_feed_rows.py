@@ -26,11 +26,11 @@ FORMER_ROW = """{% load dashboard %}<tr class="feed-row{% if new %} is-new{% end
   <td><code>{{ t.model }}</code>{% if t.environment %} <span class="badge badge-neutral hide-narrow">{{ t.environment }}</span>{% endif %}</td>
   <td class="hide-narrow">{{ t.provider|default:"—" }}</td>
   <td class="num hide-narrow">{{ t.total_tokens }}{% if t.usage_estimated %} <abbr class="flag" title="Usage was missing: tokens are estimated">est.</abbr>{% endif %}</td>
-  <td class="num">{% if t.unpriced or t.cost is None %}<span class="muted">unpriced</span>{% else %}${{ t.cost|floatformat:"-6" }}{% endif %}</td>
+  <td class="num">{% if t.unpriced or t.cost is None %}<span class="muted">unpriced</span>{% else %}{{ t.cost|usd }}{% endif %}</td>
   <td class="num hide-narrow">{% if t.latency_ms is not None %}{{ t.latency_ms }} ms{% else %}—{% endif %}</td>
   <td class="hide-narrow">{% for d in t.destinations %}<span class="chip">{{ d }}</span>{% empty %}<span class="muted">—</span>{% endfor %}</td>
   <td>{% if t.status == "success" %}<span class="badge badge-success">Success</span>{% elif t.status == "rate_limited" %}<span class="badge badge-warning">Rate limited</span>{% else %}<span class="badge badge-danger">Failed</span>{% endif %}</td>
-  <td class="hide-narrow tags-cell">{% for tag in t.tags %}<span class="chip chip-tag">{{ tag }}</span>{% endfor %}{% for k, v in t.metadata.items %}{% if forloop.counter <= 3 %}<span class="chip chip-meta" title="metadata.{{ k }}">{{ k }}={{ v|truncatechars:24 }}</span>{% endif %}{% endfor %}{% if not t.tags and not t.metadata %}<span class="muted">—</span>{% endif %}</td>
+  <td class="hide-narrow tags-cell">{% for tag in t.tags %}<span class="chip chip-tag">{{ tag }}</span>{% endfor %}{% for k, v in t.metadata.items %}{% if forloop.counter <= 3 %}<span class="chip chip-meta" title="metadata.{{ k }}">{{ k }}={{ v|as_shown|truncatechars:24 }}</span>{% endif %}{% endfor %}{% if not t.tags and not t.metadata %}<span class="muted">—</span>{% endif %}</td>
 </tr>
 """  # noqa: E501
 
@@ -108,3 +108,19 @@ def test_the_feed_page_and_the_live_poll_show_the_rows(as_role, team):
     assert _render_both(trace, new=False)[0] in client.get("/traces").content.decode()
     poll = client.get(f"/traces/live?after={FLOOR_CURSOR}").content.decode()
     assert _render_both(trace, new=True)[0] in poll and 'class="feed-row is-new"' in poll
+
+
+@pytest.mark.django_db
+def test_metadata_values_read_as_json_and_small_costs_keep_their_digits(as_role, team):
+    TraceFactory(
+        team=team,
+        cost=Decimal("0.0000035"),
+        unpriced=False,
+        tags=[],
+        metadata={"sdk": {"name": "tracerelay"}, "ok": True, "none": None, "plan": "pro"},
+    )
+    text = as_role("viewer").get("/traces").content.decode()
+    assert "sdk={&quot;name&quot;: &quot;tracerelay&quot;}</span>" in text  # JSON, not {'name': …}
+    assert "ok=true</span>" in text and "none=null</span>" in text
+    assert "&#x27;name&#x27;" not in text and "True" not in text
+    assert '<td class="num">$0.0000035</td>' in text  # not "$0.000004" or "$0."

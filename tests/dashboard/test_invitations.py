@@ -39,6 +39,15 @@ def test_the_owner_invites_by_email_and_sees_the_link_once(as_role, team):
     assert "new@example.com" in as_role("owner").get("/settings/team").content.decode()  # pending list
 
 
+def test_without_a_mail_server_the_page_says_the_invitation_was_not_emailed(as_role, settings, capsys):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"  # no EMAIL_URL: the log
+    page = invite(as_role("owner")).content.decode()
+    assert "Invitation created for new@example.com" in page and "Invitation sent" not in page
+    assert "The e-mail was not sent: no mail server is configured (EMAIL_URL); written to the log." in page
+    assert "Join alpha on tracerelay" in capsys.readouterr().out  # where it went
+    assert re.search(r'<code id="invite-link">http://testserver/invite/\S+</code>', page)  # the link to share
+
+
 @pytest.mark.parametrize("role", ["admin", "member", "viewer"])
 def test_only_the_owner_invites(as_role, role):
     assert invite(as_role(role)).status_code == 403

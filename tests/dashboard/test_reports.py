@@ -157,3 +157,24 @@ def test_outsiders_get_404(client, report, done_run):
 def test_anonymous_visitors_are_sent_to_log_in(client, report):
     r = client.get("/reports")
     assert r.status_code == 302 and r["Location"].startswith("/login")
+
+
+@pytest.mark.parametrize(
+    ("backend", "shown"),
+    [
+        ("console", "Not emailed: no mail server is configured (EMAIL_URL); written to the log"),
+        ("dummy", "Not emailed: mail is switched off (EMAIL_URL); nothing was sent"),
+        ("locmem", "Emailed to cfo@example.com"),  # a backend that delivers (SMTP in production)
+    ],
+)
+def test_a_run_says_whether_its_mail_reached_anyone(client, team, settings, backend, shown):
+    settings.EMAIL_BACKEND = f"django.core.mail.backends.{backend}.EmailBackend"
+    d = parse_definition({"name": "Mailed", "time_range": "24h", "formats": ["csv"], "recipients": ["cfo@example.com"]})
+    report = services.report_create(team_id=team.id, definition=d, actor="test")
+    services.run_execute(run_id=services.run_request(report=report).pk, final=True)
+    login(client, team, "viewer")
+    page = client.get(f"/reports/{report.pk}").content.decode()
+    assert f'<div class="sub">{shown}</div>' in page  # the run
+    assert ("Emailed to" in page) == (backend == "locmem")
+    # and beside the recipients, before any run
+    assert ('cfo@example.com<div class="sub">Not emailed: ' in page) == (backend != "locmem")

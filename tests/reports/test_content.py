@@ -66,7 +66,11 @@ def _check_row(row: dict[str, str], traces: list[Any]) -> None:
     want = recount(traces)
     for name in ("count", "errors", "rate_limited", "prompt_tokens", "completion_tokens", "total_tokens"):
         assert int(row[name]) == getattr(want, name), name
-    assert Decimal(row["cost"]) == want.cost
+    assert int(row["unpriced"]) == want.unpriced
+    if want.count > want.unpriced:
+        assert Decimal(row["cost"]) == want.cost
+    else:  # no trace of the row has a price: its cost is unknown, not 0
+        assert row["cost"] == ""
     for column, q in (("p50_ms", 0.5), ("p95_ms", 0.95)):
         expected = exact_quantile(want.latencies, q)
         assert_close(float(row[column]) if row[column] else None, expected)
@@ -146,6 +150,7 @@ def test_an_empty_period_still_renders(dataset):
         until=d.until,  # type: ignore[arg-type]
     )
     rows = _rows(csv_bytes(content))
-    assert rows and all(r["count"] == "0" and r["cost"] == "0" and r["p50_ms"] == "" for r in rows)
+    assert rows and all(r["count"] == "0" and r["cost"] == "" and r["unpriced"] == "0" for r in rows)
+    assert all(r["p50_ms"] == "" for r in rows)
     text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(pdf_bytes(content))).pages)
     assert "No traces in this period." in text

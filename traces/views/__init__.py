@@ -1,8 +1,8 @@
 """Dashboard pages of traces.
 
 `/`: the dashboard's home. A visitor is sent to log in; a team without traces sees how to send the
-first one (with this server's own URL); a team with traces goes to the feed once that page exists,
-and until then sees its latest traces.
+first one (with this server's own URL); a team with traces goes to the feed (`/traces`): there is
+no separate overview page, so nothing is called one.
 """
 
 from __future__ import annotations
@@ -11,14 +11,10 @@ from typing import cast
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import NoReverseMatch, reverse
 from django_htmx.http import HttpResponseClientRefresh
 
 from accounts.access import DashboardRequest, current_membership, team_view
 from traces.selectors import traces_for_team
-
-FEED_URL_NAME = "trace-feed"  # the live feed's page (/traces), once it is there
-RECENT = 8
 
 
 def home(request: HttpRequest) -> HttpResponse:
@@ -35,12 +31,6 @@ def _team_home(request: DashboardRequest) -> HttpResponse:
     if request.htmx.target == "first-trace-wait":
         # The "send your first trace" page polls: nothing to do until one arrives, then reload.
         return HttpResponseClientRefresh() if traces.exists() else HttpResponse(status=204)
-    recent = list(traces.defer("input", "output").order_by("-timestamp", "-id")[:RECENT])
-    if recent:
-        try:
-            return redirect(reverse(FEED_URL_NAME))
-        except NoReverseMatch:
-            pass
-    base_url = request.build_absolute_uri("/").rstrip("/")
-    context = {"recent": recent, "base_url": base_url}
-    return render(request, "home.html", context)
+    if traces.exists():
+        return redirect("trace-feed")
+    return render(request, "home.html", {"base_url": request.build_absolute_uri("/").rstrip("/")})

@@ -4,7 +4,6 @@ of a delivery, through `delivery.services.delivery_replay` as the API's replay (
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from typing import Any
 
 from django.contrib import messages
@@ -14,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
+from config.money import usd
 from debugmode.selectors import trace_debug_records
 from delivery.selectors import trace_deliveries
 from delivery.services import REPLAYABLE, NotReplayable, delivery_replay
@@ -22,11 +22,6 @@ from traces.selectors import trace_get
 
 FOLD_LINES = 40  # longer JSON (or longer than FOLD_CHARS) is folded in a <details>
 FOLD_CHARS = 3000
-
-
-def usd(value: Decimal | None) -> str:
-    """$0.00006, not $0.0000600000 (the column keeps ten places)."""
-    return "" if value is None else f"${value.normalize():f}"
 
 
 def pretty(value: Any) -> dict[str, Any]:
@@ -54,8 +49,9 @@ def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
     deliveries = trace_deliveries(trace.pk)
     context = {
         "trace": trace,
-        "cost": usd(trace.cost),
-        "client_cost": usd(trace.client_cost),
+        # One trace's cost with every stored digit: $0.00006, not $0.0000600000 (the column keeps ten places).
+        "cost": usd(trace.cost, exact=True),
+        "client_cost": usd(trace.client_cost, exact=True),
         "input": pretty(trace.input),
         "output": pretty(trace.output),
         "metadata": pretty(trace.metadata) if trace.metadata else None,

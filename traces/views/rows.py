@@ -14,12 +14,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.template.defaultfilters import floatformat, truncatechars
+from django.template.defaultfilters import truncatechars
 from django.urls import reverse
 from django.utils.formats import localize
 from django.utils.safestring import mark_safe
 
 from accounts.templatetags.dashboard import timestamp
+from config.jsoncodec import shown
+from config.money import usd
 from traces.models import Status, Trace
 
 META_CHIPS = 3  # metadata pairs shown per row
@@ -43,7 +45,7 @@ class FeedRow:
     provider: str  # "—" when there is none
     total_tokens: int
     usage_estimated: bool
-    cost: str | None  # "0.0123" (shown with "$"); None: unpriced
+    cost: str | None  # "$0.0123" (config.money); None: unpriced
     latency_ms: int | None
     destinations: str  # safe HTML: a chip each, or a muted "—"
     status_class: str
@@ -68,7 +70,7 @@ def feed_row(t: Trace, *, new: bool = False) -> FeedRow:
         provider=t.provider or "—",
         total_tokens=t.total_tokens,
         usage_estimated=t.usage_estimated,
-        cost=None if t.unpriced or t.cost is None else floatformat(t.cost, "-6"),
+        cost=None if t.unpriced or t.cost is None else usd(t.cost),
         latency_ms=t.latency_ms,
         destinations=_destinations(t),
         status_class=status_class,
@@ -78,9 +80,10 @@ def feed_row(t: Trace, *, new: bool = False) -> FeedRow:
     )
 
 
-# The chips are what the template's loops made, value by value: a JSON value is shown as `{{ value }}`
-# shows it, iterating a non-list (never stored, but the columns are JSON) gives what `{% for %}` gives,
-# and a metadata that is no object shows no pairs.
+# The chips are what the template's loops made, value by value: a tag or destination is shown as
+# `{{ value }}` shows it, a metadata value as `{{ value|as_shown }}` does (JSON, never Python's repr),
+# iterating a non-list (never stored, but the columns are JSON) gives what `{% for %}` gives, and a
+# metadata that is no object shows no pairs.
 
 
 def _destinations(t: Trace) -> str:
@@ -94,16 +97,15 @@ def _chips(t: Trace) -> str:
     tags = "".join(f'<span class="chip chip-tag">{_shown(tag)}</span>' for tag in t.tags or ())
     pairs = list(t.metadata.items())[:META_CHIPS] if isinstance(t.metadata, dict) else []
     meta = "".join(
-        f'<span class="chip chip-meta" title="metadata.{_shown(k)}">{_shown(k)}={_shown(_cut(v))}</span>'
+        f'<span class="chip chip-meta" title="metadata.{_shown(k)}">{_shown(k)}={_shown(_cut(shown(v)))}</span>'
         for k, v in pairs
     )
     return mark_safe(tags + meta)
 
 
-def _cut(value: Any) -> str:
+def _cut(text: str) -> str:
     """`truncatechars:24`, which keeps a short ASCII text as it is: those skip its translated ellipsis
     and Unicode normalisation (most of its cost)."""
-    text = str(value)
     if len(text) <= META_VALUE_CHARS and text.isascii():
         return text
     return truncatechars(text, META_VALUE_CHARS)

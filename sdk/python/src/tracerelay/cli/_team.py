@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -192,7 +193,8 @@ def _trace_line(t: dict[str, Any]) -> str:
         f"{t.get('provider') or '-'}/{t.get('model') or '-'}",
         f"{t.get('latency_ms')}ms" if t.get("latency_ms") is not None else "-",
         tokens,
-        f"${float(cost):.6f}" if cost is not None else "unpriced",
+        # every digit the API gives: $0.0000035, not $0.000000
+        f"${Decimal(str(cost)).normalize():f}" if cost is not None else "unpriced",
         t.get("service_name") or "-",
         t.get("id") or t.get("trace_id") or "",
     ]
