@@ -69,7 +69,9 @@ DESTINATION_OBJECT_SCHEMA: dict[str, Any] = {
         "url": {
             "type": "string",
             "format": "uri",
-            "description": "Webhook destinations only: send to this URL (an ad-hoc webhook).",
+            "description": "Webhook destinations only: an ad-hoc webhook to this URL (name `webhook` or "
+            "`custom-webhook`), sent with no integration's headers, signing secret or default tags. A webhook "
+            "integration named with another URL is refused: it sends only to its own. Passes the URL guard.",
         },
         "fallback": {
             "type": "array",
