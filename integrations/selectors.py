@@ -69,8 +69,9 @@ def resolve_target(team_id: int, spec: Mapping[str, Any]) -> tuple[Integration |
     A spec with a ``url`` on a webhook destination is an ad-hoc webhook to that URL
     (`ad_hoc_webhook`: nothing of an integration's), unless it names a webhook integration by its
     exact name together with that integration's own URL. So an integration is only ever called at
-    its own address with its own credentials, whatever a rule (or an outbox row written before this
-    rule existed) says; a ``url`` on any other platform's destination is never used.
+    its own address with its own credentials, whatever a rule says (and whatever an outbox row,
+    fallback or replay written before rules were checked for this says); a ``url`` on any other
+    platform's destination is never used.
 
     Otherwise the team's integration named ``spec["name"]`` wins; else the first enabled
     integration (oldest first) whose platform is that name (aliases resolved). Raises

@@ -22,15 +22,8 @@ def hook(team):
 
 def test_the_rule_form_shows_the_guards_refusal_next_to_the_url(as_role, team, monkeypatch):
     monkeypatch.setattr(urlguard, "resolve_addresses", _no_dns)
-    post = {
-        "name": "hooked",
-        "mode": "every",
-        "dest-0-name": "webhook",
-        "dest-0-url": "http://2852039166/latest/meta-data/",
-        "version": 0,
-    }
 
-    response = as_role("admin").post("/routing/rules/new", post)
+    response = _post_new(as_role("admin"), "webhook", "http://2852039166/latest/meta-data/")
 
     assert response.status_code == 400
     text = response.content.decode()
@@ -41,19 +34,16 @@ def test_the_rule_form_shows_the_guards_refusal_next_to_the_url(as_role, team, m
 
 
 def test_the_rule_form_refuses_another_url_for_a_webhook_integration(as_role, team, hook):
-    post = {
-        "name": "hooked",
-        "mode": "every",
-        "dest-0-name": "audit-hook",
-        "dest-0-url": "https://elsewhere.example.com/steal",
-        "version": 0,
-    }
-
-    response = as_role("admin").post("/routing/rules/new", post)
+    response = _post_new(as_role("admin"), "audit-hook", "https://elsewhere.example.com/steal")
 
     assert response.status_code == 400
     assert "sends only to its own URL" in response.content.decode().split('id="dest-0-url_error"')[1][:400]
     assert not RoutingRule.objects.filter(team=team).exists()
+
+
+def _post_new(client, destination: str, url: str):
+    post = {"name": "hooked", "mode": "every", "dest-0-name": destination, "dest-0-url": url, "version": 0}
+    return client.post("/routing/rules/new", post)
 
 
 def _no_dns(host: str) -> list:

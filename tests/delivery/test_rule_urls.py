@@ -120,20 +120,29 @@ def configured(request, team) -> Iterator[tuple[str, Platform, Any]]:
     """(platform, its description, its fake) with an integration named "stored" aimed at the fake."""
     platform = PLATFORMS[request.param]
     with platform.fake() as server:
-        integration_create(
-            team_id=team.pk,
-            data=IntegrationInput(
-                name="stored",
-                platform=request.param,
-                config=platform.config(server.url),
-                default_tags=[DEFAULT_TAG],
-                metadata_mapping={"customer": "integration-mapped-key"},
-                timeout_s=5,
-                retry_policy={"max_attempts": 1},
-            ),
-            actor="test",
+        mapping = {"customer": "integration-mapped-key"}
+        _integration(
+            team,
+            "stored",
+            request.param,
+            platform.config(server.url),
+            default_tags=[DEFAULT_TAG],
+            metadata_mapping=mapping,
         )
         yield request.param, platform, server
+
+
+def _integration(team, name: str, platform: str, config: dict[str, Any], **kwargs: Any) -> None:
+    data = IntegrationInput(
+        name=name,
+        platform=platform,
+        config=config,
+        default_tags=kwargs.get("default_tags", []),
+        metadata_mapping=kwargs.get("metadata_mapping", {}),
+        timeout_s=5,
+        retry_policy={"max_attempts": 1},
+    )
+    integration_create(team_id=team.pk, data=data, actor="test")
 
 
 def _leaks(server: FakeServer, secrets: tuple[str, ...]) -> list[str]:
@@ -233,33 +242,9 @@ def test_a_fallback_and_a_replay_with_a_stored_url_carry_none_of_the_webhook_int
     description = PLATFORMS["webhook"]
     url = f"{elsewhere.url}/collect"
     with description.fake() as server:
-        integration_create(
-            team_id=team.pk,
-            data=IntegrationInput(
-                name="stored",
-                platform="webhook",
-                config=description.config(server.url),
-                default_tags=[DEFAULT_TAG],
-                metadata_mapping={},
-                timeout_s=5,
-                retry_policy={"max_attempts": 1},
-            ),
-            actor="test",
-        )
+        _integration(team, "stored", "webhook", description.config(server.url), default_tags=[DEFAULT_TAG])
         with FakeWebhookReceiver() as primary_server:
-            integration_create(
-                team_id=team.pk,
-                data=IntegrationInput(
-                    name="primary",
-                    platform="webhook",
-                    config={"url": f"{primary_server.url}/hook"},
-                    default_tags=[],
-                    metadata_mapping={},
-                    timeout_s=5,
-                    retry_policy={"max_attempts": 1},
-                ),
-                actor="test",
-            )
+            _integration(team, "primary", "webhook", {"url": f"{primary_server.url}/hook"})
             primary_server.queue(Reply(422, {"error": "no"}))
             row = _row(team, {"name": "primary", "fallback": [{"name": "stored", "url": url, "fallback": []}]})
             deliver_batch([row.pk])
@@ -277,3 +262,21 @@ def test_a_fallback_and_a_replay_with_a_stored_url_carry_none_of_the_webhook_int
         assert len(elsewhere.requests) == 2  # the fallback's attempt (410) and the replay
         assert _leaks(elsewhere, description.secrets) == []
         assert server.requests == []
+
+
+def test_a_stored_url_under_an_integrations_name_keeps_its_pii_entry(api, team, elsewhere, published):
+    # A rule the migration left under the integration's name (it has a PII entry) goes out as an
+    # ad-hoc webhook, redacted as that integration's traces are: never more than before.
+    _integration(team, "stored", "webhook", {"url": "http://127.0.0.1:9/hook", "secret": SIGNING_SECRET})
+    policy = {"stored": {"mode": "off"}, "destinations": {"stored": {"mode": "redact"}}}
+    assert api.put("/api/v1/pii/policy", policy, format="json").status_code == 200
+    trace = TraceFactory(team=team, input={"messages": [{"role": "user", "content": "mail ann@example.com"}]})
+    row = Delivery.objects.create(
+        team=team, trace=trace, destination="stored", spec={"name": "stored", "url": f"{elsewhere.url}/collect"}
+    )
+
+    assert deliver_batch([row.pk]).delivered == 1
+
+    assert _leaks(elsewhere, (SIGNING_SECRET,)) == []
+    content = elsewhere.traces[0]["input"]["messages"][0]["content"]
+    assert "ann@example.com" not in content and "[EMAIL]" in content

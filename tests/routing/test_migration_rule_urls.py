@@ -77,7 +77,7 @@ def test_a_rename_that_would_collide_is_left_for_the_next_save_to_ask_about(team
 
 
 def test_an_integration_with_a_pii_entry_keeps_its_name_so_its_entry_still_applies(team, hooks):
-    PiiPolicy.objects.create(team=team, destinations={"audit-hook": {"mode": "redact"}})
+    PiiPolicy.objects.create(team=team, destinations={"audit-hook": "redact"})
     rule = RoutingRuleFactory(team=team, destinations=[_dest("audit-hook", ELSEWHERE)])
     assert _migrate_and_read(rule) == [_dest("audit-hook", ELSEWHERE)]
 
