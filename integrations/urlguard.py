@@ -59,6 +59,7 @@ _THIS_NETWORK = ipaddress.ip_network("0.0.0.0/8")  # "this host on this network"
 # inet_aton's forms (what getaddrinfo, curl and browsers make of it) or no host at all, never a
 # name: no top-level domain is numeric (the WHATWG URL standard's "ends in a number" rule).
 _NUMERIC_LABEL = re.compile(r"0x[0-9a-f]*|[0-9]+")
+_SPACE_OR_BACKSLASH = re.compile(r"[\s\\]")
 ADDRESS_TTL_S = 30.0
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -213,7 +214,7 @@ def check_url(url: str) -> None:
     yet; a send fails on its own, and the connection is checked again where it is made).
     """
     allow_private = bool(settings.TRACERELAY_ALLOW_PRIVATE_DESTINATIONS)
-    if any(c.isspace() or not c.isprintable() or c == "\\" for c in url):
+    if not url.isprintable() or _SPACE_OR_BACKSLASH.search(url):
         # Parsers disagree about these (a backslash is a slash to a browser, not to urlsplit).
         raise UnsafeDestination("a URL has no spaces, backslashes or control characters (percent-encode them)")
     try:
