@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
 from config.fields import has_control_characters
-from integrations.urlguard import UnsafeDestination, check_url
+from integrations.urlguard import url_refusal
 
 from .models import Metric, Period, WindowType
 
@@ -187,13 +187,9 @@ def _notify(notify: Any, values: dict[str, Any], errors: dict[str, list[str]]) -
         if not isinstance(url, str) or len(url) > MAX_URL:
             errors[f"notify.webhooks[{i}]"] = ['An object like {"url": "https://…"}.']
             continue
-        if any(c.isspace() or not c.isprintable() for c in url):
-            errors[f"notify.webhooks[{i}].url"] = ["A URL has no spaces or control characters (percent-encode them)."]
-            continue
-        try:
-            check_url(url)
-        except UnsafeDestination as exc:
-            errors[f"notify.webhooks[{i}].url"] = [str(exc)]
+        refusal = url_refusal(url)
+        if refusal:
+            errors[f"notify.webhooks[{i}].url"] = [refusal]
             continue
         urls.append(url)
     values["webhooks"] = tuple(dict.fromkeys(urls))

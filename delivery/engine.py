@@ -176,8 +176,10 @@ def _send_chunk(
     present = [r for r in claimed if r["trace_id"] in records_by_trace]
     records = [records_by_trace[r["trace_id"]] for r in present]
     integration_id = sender.integration.pk if sender.integration is not None else None
-    if sender.integration is not None:  # The destination's PII policy entry, before export to it.
-        records = export_records(sender.integration.team_id, sender.integration.name, records)
+    # The destination's PII policy entry, before export to it: an integration's by its name, an ad-hoc
+    # webhook's by the name its rule gives it (a rule stored when a url could redirect an integration
+    # keeps that integration's entry: its traces are never given more than before).
+    records = export_records(claimed[0]["team_id"], sender.target.name, records)
     # Each trace is encoded on its own: one this destination cannot represent gives up alone.
     batch, refused = sender.exporter.encode_batch(records)
     if refused:

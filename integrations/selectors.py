@@ -33,20 +33,30 @@ def full_config(integration: Integration) -> dict[str, Any]:
     return config
 
 
-def target_for(
-    integration: Integration, *, extra_tags: tuple[str, ...] | list[str] = (), url: str | None = None
-) -> Target:
-    config = full_config(integration)
-    if url and integration.platform == Platform.WEBHOOK:
-        config["url"] = url
+def target_for(integration: Integration, *, extra_tags: tuple[str, ...] | list[str] = ()) -> Target:
+    """The integration as an exporter sends to it: its own config (secrets decrypted), at its own
+    address. Nothing a rule says changes where it sends or which credentials it sends."""
     return Target(
         platform=integration.platform,
         name=integration.name,
-        config=config,
+        config=full_config(integration),
         tags=_merged_tags(integration.default_tags or [], extra_tags),
         metadata_mapping=dict(integration.metadata_mapping or {}),
         timeout_s=float(integration.timeout_s),
     )
+
+
+def ad_hoc_webhook(name: str, url: str, tags: tuple[str, ...] | list[str] = ()) -> Target:
+    """A rule's own webhook URL: our JSON POSTed there and nothing of any integration's: no stored
+    headers, no signing secret, no default tags or metadata mapping, the default timeout."""
+    return Target(platform=Platform.WEBHOOK, name=name, config={"url": url, "headers": {}}, tags=_merged_tags((), tags))
+
+
+def own_url(platform: str, config: Mapping[str, Any] | None) -> str | None:
+    """Where a webhook integration sends (its config's ``url``, public); None for other platforms.
+    The one URL a rule may name it with (`routing.destinations`), and resolution compares against."""
+    url = (config or {}).get("url") if platform == Platform.WEBHOOK else None
+    return str(url).strip() if url else None
 
 
 def _merged_tags(first: Any, second: Any) -> tuple[str, ...]:
@@ -56,22 +66,31 @@ def _merged_tags(first: Any, second: Any) -> tuple[str, ...]:
 def resolve_target(team_id: int, spec: Mapping[str, Any]) -> tuple[Integration | None, Target]:
     """A routed destination spec (``{"name", "tags", "url", ...}``) → (integration, target).
 
-    The team's integration named ``spec["name"]`` wins; else the first enabled integration (oldest
-    first) whose platform is that name (aliases resolved); else a ``webhook``/``custom-webhook``
-    spec with a ``url`` becomes an ad-hoc webhook target. Raises `LookupError` when nothing
-    matches or the named integration is disabled.
+    A spec with a ``url`` on a webhook destination is an ad-hoc webhook to that URL
+    (`ad_hoc_webhook`: nothing of an integration's), unless it names a webhook integration by its
+    exact name together with that integration's own URL. So an integration is only ever called at
+    its own address with its own credentials, whatever a rule says (and whatever an outbox row,
+    fallback or replay written before rules were checked for this says); a ``url`` on any other
+    platform's destination is never used.
+
+    Otherwise the team's integration named ``spec["name"]`` wins; else the first enabled
+    integration (oldest first) whose platform is that name (aliases resolved). Raises
+    `LookupError` when nothing matches or the named integration is disabled.
     """
     name = str(spec.get("name") or "").strip()
     if not name:
         raise LookupError("the destination has no name")
     tags = tuple(spec.get("tags") or ())
-    url = spec.get("url") or None
+    url = str(spec.get("url") or "").strip() or None
 
     named = Integration.objects.filter(team_id=team_id, name=name).first()
+    webhook = canonical_platform(name) == Platform.WEBHOOK or (named is not None and named.platform == Platform.WEBHOOK)
+    if url is not None and webhook and (named is None or own_url(named.platform, named.config) != url):
+        return None, ad_hoc_webhook(name, url, tags)
     if named is not None:
         if not named.enabled:
             raise LookupError(f"integration {name!r} is disabled")
-        return named, target_for(named, extra_tags=tags, url=url)
+        return named, target_for(named, extra_tags=tags)
 
     platform = canonical_platform(name)
     if platform is not None:
@@ -79,14 +98,7 @@ def resolve_target(team_id: int, spec: Mapping[str, Any]) -> tuple[Integration |
             Integration.objects.filter(team_id=team_id, platform=platform, enabled=True).order_by("pk").first()
         )
         if by_platform is not None:
-            return by_platform, target_for(by_platform, extra_tags=tags, url=url)
-        if platform == Platform.WEBHOOK and url:
-            return None, Target(
-                platform=Platform.WEBHOOK,
-                name=name,
-                config={"url": str(url), "headers": {}},
-                tags=_merged_tags((), tags),
-            )
+            return by_platform, target_for(by_platform, extra_tags=tags)
     raise LookupError(f"no enabled integration named or of platform {name!r}")
 
 

@@ -40,6 +40,8 @@ class RetryPolicySerializer(serializers.Serializer):
     """How failed deliveries are retried. Beyond the ranges stated here: `max_delay_s` must be at least
     `base_delay_s` (a 400 on `retry_policy.max_delay_s` otherwise); either one left out keeps the default."""
 
+    closed = True  # unknown fields are refused (below): additionalProperties false in the schema
+
     max_attempts = serializers.IntegerField(required=False, min_value=1, max_value=50)
     base_delay_s = serializers.FloatField(required=False, min_value=0.1, max_value=3600)
     max_delay_s = serializers.FloatField(required=False, min_value=1, max_value=86400)

@@ -10,15 +10,21 @@ from .models import Mode
 
 
 class PiiModeSerializer(serializers.Serializer):
+    closed = True  # `validation.clean_policy` refuses unknown fields: additionalProperties false in the schema
+
     mode = serializers.ChoiceField(choices=Mode.choices)
 
 
 class PiiCustomPatternSerializer(serializers.Serializer):
+    closed = True
+
     name = serializers.RegexField(r"^[A-Z][A-Z0-9_]{0,39}$", help_text="The kind its findings are reported as.")
     regex = serializers.CharField(max_length=500, help_text="RE2 syntax: no backreferences or lookaround.")
 
 
 class PiiPolicySerializer(serializers.Serializer):
+    closed = True
+
     stored = PiiModeSerializer(required=False, help_text="Applied before a trace is stored. Default off.")
     destinations = serializers.DictField(
         child=PiiModeSerializer(),

@@ -8,8 +8,8 @@ from typing import Any
 
 from integrations.models import Integration, Platform
 from integrations.registry import canonical_platform
-from integrations.selectors import integration_names_and_platforms
-from integrations.urlguard import UnsafeDestination, check_url
+from integrations.selectors import integration_names_and_platforms, own_url
+from integrations.urlguard import url_refusal
 
 MAX_FALLBACKS = 5
 MAX_FALLBACK_DEPTH = 3
@@ -26,9 +26,11 @@ class DestinationChecker:
         # Every name a rule may use (the exporters' contract), and each integration's platform, for
         # the checks that depend on it (a url only on webhooks, name/platform agreeing).
         self.allowed = integration_names_and_platforms(team_id)
-        rows = Integration.objects.filter(team_id=team_id).values_list("name", "platform")
-        self.platform_of: dict[str, str] = {name: platform for name, platform in rows}
+        rows = Integration.objects.filter(team_id=team_id).values_list("name", "platform", "config")
+        self.platform_of: dict[str, str] = {name: platform for name, platform, _ in rows}
         self.platforms: set[str] = set(self.platform_of.values())
+        # Each webhook integration's own URL: a rule may name it with that URL, never with another.
+        self.webhook_url: dict[str, str | None] = {name: own_url(platform, config) for name, platform, config in rows}
 
     def known(self) -> list[str]:
         return sorted(set(self.platform_of) | self.platforms | {"webhook"})
@@ -70,6 +72,8 @@ class DestinationChecker:
         url = url.strip() if url else None
 
         name, platform = self._resolve(raw_name.strip(), bool(url), name_path, errors)
+        if url is not None and platform == Platform.WEBHOOK and name is not None:
+            name, url = self._webhook_url(raw_name.strip(), name, url, f"{path}.url", errors)
         if name is None:
             ok = False
         if "name" in obj and "platform" in obj and name is not None:
@@ -84,10 +88,9 @@ class DestinationChecker:
                 errors.setdefault(f"{path}.url", []).append("Only webhook destinations take a url.")
                 ok = False
             else:
-                try:
-                    check_url(url, resolve=False)
-                except UnsafeDestination as exc:
-                    errors.setdefault(f"{path}.url", []).append(f"This URL may not be used: {exc}.")
+                refusal = url_refusal(url)
+                if refusal:
+                    errors.setdefault(f"{path}.url", []).append(refusal)
                     ok = False
         if name is not None and parent is not None and name == parent:
             errors.setdefault(name_path, []).append("A destination cannot fall back to itself.")
@@ -138,6 +141,25 @@ class DestinationChecker:
             out["url"] = url
         out["fallback"] = fallback
         return out
+
+    def _webhook_url(
+        self, given: str, name: str, url: str, path: str, errors: dict[str, list[str]]
+    ) -> tuple[str | None, str | None]:
+        """(stored name, url) of a webhook destination given with a url. A url always makes an ad-hoc
+        webhook (stored as ``webhook``: no integration's headers, secret or tags go with it), except
+        a webhook integration named with its own URL, which is that integration (the url is dropped).
+        Naming an integration with another URL is refused: its credentials stay at its own URL."""
+        own = self.webhook_url.get(name)
+        if own is not None and url == own:
+            return name, None
+        if canonical_platform(given) == Platform.WEBHOOK and given.lower() in WEBHOOK_NAMES:
+            return Platform.WEBHOOK.value, url
+        errors.setdefault(path, []).append(
+            f"'{name}' is a webhook integration, which sends only to its own URL (with its own headers and "
+            "signing secret). Leave the url out to send to it, or name the destination 'webhook' for an ad-hoc "
+            "webhook to this URL (sent with no stored headers, secret or tags)."
+        )
+        return None, None
 
     def _resolve(
         self, name: str, has_url: bool, path: str, errors: dict[str, list[str]]

@@ -30,7 +30,8 @@ from .conditions import ALWAYS, UNPRICED_REASON, Bindings, CelCondition, Conditi
 @dataclass(frozen=True, slots=True)
 class DestinationSpec:
     """Where a rule sends traces: an integration named by name or platform, with its own options.
-    ``webhook`` with a ``url`` and no webhook integration is an ad-hoc webhook."""
+    ``webhook`` with a ``url`` is an ad-hoc webhook, which carries nothing of any integration
+    (`integrations.selectors.resolve_target`)."""
 
     name: str
     sample_rate: float = 1.0

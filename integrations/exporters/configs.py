@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from integrations.urlguard import UnsafeDestination, check_url
+from integrations.urlguard import url_refusal
 
 from .base import ConfigError
 
@@ -74,10 +74,9 @@ def clean_url(value: Any, *, base: bool = False) -> str:
     url = value.strip()
     if len(url) > 2000:
         raise ValueError("must be at most 2000 characters")
-    try:
-        check_url(url, resolve=True)
-    except UnsafeDestination as exc:
-        raise ValueError(str(exc))
+    refusal = url_refusal(url)
+    if refusal:
+        raise ValueError(refusal)
     # A base URL gets API paths appended: keep it without a trailing slash.
     return url.rstrip("/") if base and url.count("/") > 2 else url
 

@@ -109,7 +109,7 @@ class HttpExporter(Exporter):
         """One request through the URL guard, with the integration's timeout. Transport failures
         become `ExportError`; the response is returned whatever its status."""
         try:
-            check_url(url, resolve=True)
+            check_url(url)
         except UnsafeDestination as exc:
             raise ExportError(f"{self.destination}: refused destination URL: {exc}", permanent=True)
         all_headers = {"User-Agent": USER_AGENT, **(headers or {})}

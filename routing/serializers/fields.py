@@ -20,8 +20,6 @@ MAX_DESTINATIONS = 20
 MAX_SAMPLING_RULES = 100
 MAX_TEST_TRACES = 100
 PRIORITY_RANGE = 1_000_000
-RULE_OUTPUT_ONLY = frozenset({"created_at", "updated_at", "service"})
-SET_OUTPUT_ONLY = frozenset({"version", "updated_at", "updated_by"})
 # ---------------------------------------------------------------------------------------------
 # Strict JSON fields: DRF would read "0.5" as a number and "yes" as true.
 
@@ -69,7 +67,9 @@ DESTINATION_OBJECT_SCHEMA: dict[str, Any] = {
         "url": {
             "type": "string",
             "format": "uri",
-            "description": "Webhook destinations only: send to this URL (an ad-hoc webhook).",
+            "description": "Webhook destinations only: an ad-hoc webhook to this URL (name `webhook` or "
+            "`custom-webhook`), sent with no integration's headers, signing secret or default tags. A webhook "
+            "integration named with another URL is refused: it sends only to its own. Passes the URL guard.",
         },
         "fallback": {
             "type": "array",
@@ -139,10 +139,20 @@ def refuse_nul(data: Any) -> None:
         raise serializers.ValidationError({path: ["Must not contain NUL characters."] for path in paths})
 
 
-def refuse_unknown(data: Any, fields: Mapping[str, Any], allowed_extra: frozenset[str], what: str) -> None:
+def echoed_field() -> serializers.JSONField:
+    """An output-only field of what GET returns, declared on the request shape so that a client may
+    send back what it read: accepted whatever its value, and ignored."""
+    return serializers.JSONField(
+        required=False, allow_null=True, help_text="Output only: what GET returned may be sent back; ignored."
+    )
+
+
+def refuse_unknown(data: Any, fields: Mapping[str, Any], what: str) -> None:
+    """Unknown fields are refused (the serializer says ``closed = True``: its request schema states
+    ``additionalProperties: false``)."""
     if not isinstance(data, Mapping):
         return
-    unknown = [str(k) for k in data if k not in fields and k not in allowed_extra]
+    unknown = [str(k) for k in data if k not in fields]
     if unknown:
         known = sorted(fields)
         raise serializers.ValidationError(

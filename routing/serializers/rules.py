@@ -13,13 +13,12 @@ from .fields import (
     MAX_DESTINATIONS,
     MAX_RULES,
     PRIORITY_RANGE,
-    RULE_OUTPUT_ONLY,
-    SET_OUTPUT_ONLY,
     ConditionField,
     DestinationInputField,
     compile_or_collect,
     condition_value,
     destination_checker,
+    echoed_field,
     refuse_nul,
     refuse_unknown,
     sample_rate_field,
@@ -36,6 +35,8 @@ class DestinationOutSerializer(serializers.Serializer):
 
 
 class RoutingRuleSerializer(serializers.Serializer):
+    closed = True  # unknown fields are refused: additionalProperties false in the schema
+
     id = StrictIntegerField(
         required=False, help_text="Keep this stored rule (its id from GET) on PUT; omit for a new rule."
     )
@@ -63,9 +64,12 @@ class RoutingRuleSerializer(serializers.Serializer):
     sample_rate = sample_rate_field("Fraction of matching traces sent by this rule (0-1).", default=1.0)
     tags = tags_field("Tags added to every trace this rule sends (and to its fallbacks).")
     stop = StrictBooleanField(default=False, help_text="A matching rule with stop ends evaluation.")
+    created_at = echoed_field()
+    updated_at = echoed_field()
+    service = echoed_field()
 
     def to_internal_value(self, data: Any) -> Any:
-        refuse_unknown(data, self.fields, RULE_OUTPUT_ONLY, "a rule")
+        refuse_unknown(data, self.fields, "a rule")
         return super().to_internal_value(data)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +129,12 @@ class RoutingRuleSerializer(serializers.Serializer):
 class RoutingRuleSetSerializer(serializers.Serializer):
     """PUT body: ``{"rules": [...]}`` (a bare list is read the same way)."""
 
+    closed = True
+
     rules = RoutingRuleSerializer(many=True, max_length=MAX_RULES, allow_empty=True)  # type: ignore[call-arg]
+    version = echoed_field()
+    updated_at = echoed_field()
+    updated_by = echoed_field()
 
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, list):
@@ -133,7 +142,7 @@ class RoutingRuleSetSerializer(serializers.Serializer):
         if not isinstance(data, Mapping):
             raise serializers.ValidationError({"": ['The body must be {"rules": [...]} or a list of rules.']})
         refuse_nul(data)
-        refuse_unknown(data, self.fields, SET_OUTPUT_ONLY, "the rule set")
+        refuse_unknown(data, self.fields, "the rule set")
         return super().to_internal_value(data)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from .fields import (
     MAX_SAMPLING_RULES,
     ConditionField,
     compile_or_collect,
+    echoed_field,
     refuse_nul,
     refuse_unknown,
     sample_rate_field,
@@ -18,11 +19,13 @@ from .fields import (
 
 
 class SamplingRuleSerializer(serializers.Serializer):
+    closed = True  # unknown fields are refused: additionalProperties false in the schema
+
     condition = ConditionField(help_text="CEL string (or an object condition) selecting the traces.")
     sample_rate = sample_rate_field("The policy rate for matching traces (0-1).")
 
     def to_internal_value(self, data: Any) -> Any:
-        refuse_unknown(data, self.fields, frozenset(), "a sampling rule")
+        refuse_unknown(data, self.fields, "a sampling rule")
         return super().to_internal_value(data)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -38,16 +41,20 @@ class SamplingRuleSerializer(serializers.Serializer):
 
 
 class SamplingPolicySerializer(serializers.Serializer):
+    closed = True
+
     default_sample_rate = sample_rate_field("The rate for traces no sampling rule matches (0-1).", default=1.0)
     rules = SamplingRuleSerializer(  # type: ignore[call-arg]
         many=True, default=list, max_length=MAX_SAMPLING_RULES, help_text="The first matching rule sets the rate."
     )
+    version = echoed_field()
+    updated_at = echoed_field()
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, Mapping):
             raise serializers.ValidationError({"": ['The body must be {"default_sample_rate": …, "rules": […]}.']})
         refuse_nul(data)
-        refuse_unknown(data, self.fields, frozenset({"version", "updated_at"}), "the sampling policy")
+        refuse_unknown(data, self.fields, "the sampling policy")
         return super().to_internal_value(data)
 
 

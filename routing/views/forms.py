@@ -13,7 +13,7 @@ from django.http import QueryDict
 
 from ..builder import FIELDS, OPERATORS, OPERATORS_FOR, BuilderError, Row, condition_to_rows, kind_of, rows_to_condition
 from ..conditions import ConditionError, compile_condition
-from ..destinations import DestinationChecker
+from ..destinations import WEBHOOK_NAMES, DestinationChecker
 
 MODES = ("every", "builder", "cel", "json")
 FALLBACK_SLOTS = 2
@@ -329,9 +329,10 @@ def operator_choices() -> list[dict[str, Any]]:
 def destination_choices(checker: DestinationChecker, current: list[str]) -> dict[str, list[dict[str, Any]]]:
     """The names a destination may use: this team's integrations, its platforms (meaning the first
     integration of the kind), an ad-hoc webhook; plus any stored name no longer known (shown so
-    its error can be read and fixed). ``webhook``: the destination may take a URL."""
+    its error can be read and fixed). ``webhook``: the destination may take a URL (an ad-hoc webhook:
+    only the webhook platform's own spelling; a webhook integration sends to its own URL alone)."""
     integrations = [
-        {"value": name, "label": f"{name} ({platform})", "webhook": platform == "webhook"}
+        {"value": name, "label": f"{name} ({platform})", "webhook": name in WEBHOOK_NAMES}
         for name, platform in sorted(checker.platform_of.items())
     ]
     platforms = [

@@ -60,13 +60,52 @@ def test_a_webhook_spec_with_a_url_and_no_integration_is_an_ad_hoc_target(team) 
     assert target.tags == ("t",)
 
 
-def test_a_spec_url_overrides_a_webhook_integrations_url(team) -> None:
-    config = {"url": "http://127.0.0.1:1/a", "headers": {}}
-    IntegrationFactory(team=team, name="hook", platform="webhook", config=config)
+@pytest.mark.parametrize("name", ["hook", "webhook", "custom-webhook"])
+def test_a_spec_url_is_an_ad_hoc_webhook_with_nothing_of_the_webhook_integration(team, name) -> None:
+    IntegrationFactory(
+        team=team,
+        name="hook",
+        platform="webhook",
+        config={"url": "http://127.0.0.1:1/a", "headers": {"X-Plain": "p"}},
+        secrets=encrypt_json({"secret": "whsec-0123456789abcdef", "headers": {"Authorization": "Bearer t"}}),
+        default_tags=["default"],
+        metadata_mapping={"a": "b"},
+        timeout_s=2,
+    )
 
-    _, target = resolve_target(team.pk, {"name": "hook", "url": "http://127.0.0.1:2/b"})
+    found, target = resolve_target(team.pk, {"name": name, "url": "http://127.0.0.1:2/b", "tags": ["rule"]})
 
-    assert target.config["url"] == "http://127.0.0.1:2/b"
+    assert found is None
+    assert target.config == {"url": "http://127.0.0.1:2/b", "headers": {}}
+    assert target.tags == ("rule",)
+    assert target.metadata_mapping == {}
+    assert target.timeout_s == 10.0
+
+
+def test_a_spec_naming_a_webhook_integration_with_its_own_url_is_that_integration(team) -> None:
+    hook = IntegrationFactory(
+        team=team,
+        name="hook",
+        platform="webhook",
+        config={"url": "http://127.0.0.1:1/a", "headers": {}},
+        secrets=encrypt_json({"secret": "whsec-0123456789abcdef"}),
+    )
+
+    found, target = resolve_target(team.pk, {"name": "hook", "url": " http://127.0.0.1:1/a "})
+
+    assert found == hook
+    assert target.config["secret"] == "whsec-0123456789abcdef"
+
+
+def test_a_url_on_another_platforms_destination_is_never_used(team) -> None:
+    lf = IntegrationFactory(
+        team=team, name="lf", platform="langfuse", config={"publicKey": "pk", "host": "http://127.0.0.1:3000"}
+    )
+
+    for name in ("lf", "langfuse"):
+        found, target = resolve_target(team.pk, {"name": name, "url": "http://127.0.0.1:2/b"})
+        assert found == lf
+        assert target.config["host"] == "http://127.0.0.1:3000" and "url" not in target.config
 
 
 @pytest.mark.parametrize("spec", [{"name": "nothing-here"}, {"name": "langfuse"}, {"name": "webhook"}, {"name": ""}])

@@ -20,7 +20,7 @@ from config import invalidation
 from config.crypto import encrypt_json, mask
 from config.problems import InvalidInput
 from integrations.exporters.configs import is_sensitive_header
-from integrations.urlguard import UnsafeDestination, check_url
+from integrations.urlguard import url_refusal
 
 from .models import Upstream, UpstreamKind
 from .upstreams import stored_secrets
@@ -118,10 +118,9 @@ def _apply(upstream: Upstream, changes: Mapping[str, Any]) -> None:
         upstream.kind = changes["kind"]
     if "base_url" in changes:
         url = str(changes["base_url"]).strip()
-        try:
-            check_url(url)
-        except UnsafeDestination as exc:
-            errors["base_url"] = [str(exc)]
+        refusal = url_refusal(url)
+        if refusal:
+            errors["base_url"] = [refusal]
         upstream.base_url = url
     if "provider" in changes:
         upstream.provider = str(changes["provider"] or "").strip().lower()
