@@ -1,0 +1,205 @@
+"""A worker process's lease on the rows it claims: a heartbeat in Postgres, taken over when it stops.
+
+Every delivery worker process registers a `DeliveryWorker` row and renews its ``heartbeat_at``
+every TRACERELAY_DELIVERY_HEARTBEAT_S (5 s) from a thread of its own; each claim stamps the rows
+with that worker's id (`Delivery.claimed_by`). While the process lives, its lease is renewed
+however long a send takes (a destination answering in 60 s keeps its rows). Once a heartbeat is
+older than TRACERELAY_DELIVERY_LEASE_S (20 s) the process is taken for dead, and the next live
+worker's heartbeat (or beat's sweeper) puts its rows back to pending and dispatches them: they
+are re-sent as the batches they were (`delivery.batches`) within seconds, not after the 300 s
+claim timeout, which stays as the backstop for a thread stuck inside a live process.
+
+Why Postgres and not Redis: the rows and the lease then live in one system of record and share
+one clock (``now()`` of the database, whatever the hosts' clocks say), and a Redis restart,
+which loses keys without persistence, cannot make every live worker's lease look expired and
+re-send everything in flight. Why one row per process and not a heartbeat on each claimed row:
+one small UPDATE every 5 s per process, however many rows it holds, and nothing more written on
+the hot path than the worker id in the claim's own UPDATE.
+
+A worker takes over others' claims only after its own heartbeat has succeeded for a whole lease
+(`may_take_over`): after a database outage every heartbeat was missed, and a worker that is back
+first must give the others a lease's time to renew theirs before it calls them dead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import QuerySet
+from django.db.models.functions import Now
+from django.utils import timezone
+
+from config import metrics
+
+from . import outbox
+from .models import Delivery, DeliveryStatus, DeliveryWorker
+
+log = logging.getLogger(__name__)
+
+# Rows taken over per call (the next heartbeat takes the rest).
+TAKE_OVER_LIMIT = 10_000
+TAKEN_OVER = "its worker stopped renewing its lease before recording an outcome (it died); sending again"
+
+# A stopped worker's heartbeat: long expired, so that what it left is taken over at once.
+STOPPED = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def lease_seconds() -> float:
+    return max(1.0, float(settings.TRACERELAY_DELIVERY_LEASE_S))
+
+
+def heartbeat_seconds() -> float:
+    """The heartbeat interval: at most a third of the lease, so that two missed beats (a busy
+    database, a long pause for garbage collection) do not lose it."""
+    return max(0.2, min(float(settings.TRACERELAY_DELIVERY_HEARTBEAT_S), lease_seconds() / 3))
+
+
+@dataclass
+class Lease:
+    """This process's lease: its worker id and the heartbeat thread that renews it."""
+
+    worker_id: uuid.UUID
+    pid: int
+    healthy_since: float | None = None  # monotonic time of the first heartbeat of the current run of successes
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    def renew(self) -> None:
+        """One heartbeat: renew the lease (register again if the row is gone: this process was
+        paused past its lease, its rows were taken over, and it is alive again)."""
+        renewed = DeliveryWorker.objects.filter(pk=self.worker_id).update(heartbeat_at=Now())
+        if not renewed:
+            _register(self.worker_id)
+        if self.healthy_since is None:
+            self.healthy_since = time.monotonic()
+
+    def may_take_over(self) -> bool:
+        return self.healthy_since is not None and time.monotonic() - self.healthy_since >= lease_seconds()
+
+    def beat(self) -> None:
+        """Renew, then take over the claims of workers whose lease expired."""
+        try:
+            self.renew()
+            if self.may_take_over():
+                take_over_expired()
+        except Exception:  # the database is away: no heartbeat, and no taking over after it either
+            self.healthy_since = None
+            log.warning("delivery worker %s: heartbeat failed", self.worker_id, exc_info=True)
+
+    def run(self) -> None:
+        while not self.stop.wait(heartbeat_seconds()):
+            self.beat()
+            connection.close()  # the thread's connection goes back to the pool between beats
+
+
+_lease: Lease | None = None
+_lock = threading.Lock()
+
+
+def _register(worker_id: uuid.UUID) -> None:
+    DeliveryWorker.objects.update_or_create(
+        pk=worker_id,
+        defaults={"heartbeat_at": Now()},
+        create_defaults={
+            "hostname": socket.gethostname()[:255],
+            "pid": os.getpid(),
+            "started_at": Now(),
+            "heartbeat_at": Now(),
+        },
+    )
+
+
+def start() -> uuid.UUID:
+    """Hold a lease in this process (registered now, renewed by a thread from here on); its worker
+    id. Idempotent; a forked child gets a lease of its own."""
+    global _lease
+    with _lock:
+        if _lease is not None and _lease.pid == os.getpid():
+            return _lease.worker_id
+        lease = Lease(worker_id=uuid.uuid4(), pid=os.getpid())
+        _register(lease.worker_id)
+        lease.healthy_since = time.monotonic()
+        lease.thread = threading.Thread(target=lease.run, name="delivery-lease", daemon=True)
+        lease.thread.start()
+        _lease = lease
+        return lease.worker_id
+
+
+def current() -> uuid.UUID | None:
+    """This process's worker id when it holds a lease (claims are stamped with it); None in a
+    process that never started one (a test, a shell): its claims fall back to the claim timeout."""
+    lease = _lease
+    return lease.worker_id if lease is not None and lease.pid == os.getpid() else None
+
+
+def may_take_over() -> bool:
+    """Whether this process may take over others' claims now: only with a lease of its own whose
+    heartbeat has held for a whole lease (a process that cannot tell whether the database was
+    away must not call the other workers dead)."""
+    lease = _lease
+    return lease is not None and lease.pid == os.getpid() and lease.may_take_over()
+
+
+def stop() -> None:
+    """Give the lease up (a worker shutting down): the heartbeat stops and the lease is marked
+    expired, so that anything this process still held is taken over at once, not in 20 s."""
+    global _lease
+    with _lock:
+        lease, _lease = _lease, None
+    if lease is None or lease.pid != os.getpid():
+        return
+    lease.stop.set()
+    if lease.thread is not None:
+        lease.thread.join(timeout=heartbeat_seconds() + 5)
+    try:
+        DeliveryWorker.objects.filter(pk=lease.worker_id).update(heartbeat_at=STOPPED)
+    except Exception:
+        log.warning("delivery worker %s: could not give its lease up", lease.worker_id, exc_info=True)
+
+
+def expired_workers() -> QuerySet[DeliveryWorker]:
+    """Workers whose heartbeat is older than the lease, by the database's clock."""
+    return DeliveryWorker.objects.filter(heartbeat_at__lt=Now() - timedelta(seconds=lease_seconds()))
+
+
+def take_over_expired(*, limit: int = TAKE_OVER_LIMIT) -> int:
+    """Put the rows that workers with an expired lease were sending back to pending and dispatch
+    them (their batches re-form whole: `delivery.batches`); the number taken over.
+
+    One conditional UPDATE, whose condition is the lease still being expired when it runs: a
+    worker that renewed meanwhile keeps its rows. Costs one look-up in the (tiny) worker table
+    when no lease expired. A worker with nothing left is forgotten.
+    """
+    if not expired_workers().exists():
+        return 0
+    held = Delivery.objects.filter(status=DeliveryStatus.SENDING, claimed_by__in=expired_workers().values("pk"))
+    # By batch, so that the published chunks carry whole batches where they can.
+    ids = list(held.order_by("batch_id", "pk").values_list("pk", flat=True)[:limit])
+    taken = 0
+    if ids:
+        now = timezone.now()
+        taken = held.filter(pk__in=ids).update(
+            status=DeliveryStatus.PENDING,
+            claim_token=None,
+            next_attempt_at=now,
+            dispatched_at=now,
+            last_error=TAKEN_OVER,
+            updated_at=now,
+        )
+        if taken:
+            metrics.record_claims_taken_over("lease_expired", taken)
+            log.warning("took over %d deliveries from delivery workers whose lease expired", taken)
+            outbox.publish(ids)
+    if len(ids) < limit:
+        still_held = Delivery.objects.filter(status=DeliveryStatus.SENDING, claimed_by__isnull=False)
+        expired_workers().exclude(pk__in=still_held.values("claimed_by")).delete()
+    return taken
