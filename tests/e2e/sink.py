@@ -154,7 +154,7 @@ class WebhookSink:
                 if sink._hold_next:
                     sink._hold_next = False
                     sink.holding.set()
-                    sink._held.wait(60)
+                    sink._held.wait(120)
                     sink.holding.clear()
                 if sink.latency_s:
                     time.sleep(sink.latency_s)
