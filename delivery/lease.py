@@ -16,9 +16,10 @@ re-send everything in flight. Why one row per process and not a heartbeat on eac
 one small UPDATE every 5 s per process, however many rows it holds, and nothing more written on
 the hot path than the worker id in the claim's own UPDATE.
 
-A worker takes over others' claims only after its own heartbeat has succeeded for a whole lease
-(`may_take_over`): after a database outage every heartbeat was missed, and a worker that is back
-first must give the others a lease's time to renew theirs before it calls them dead.
+A worker takes over others' claims only after its own heartbeats have succeeded for three
+heartbeat intervals in a row (`may_take_over`; at most a lease): after a database outage every
+heartbeat was missed, and the worker that is back first must give the others time to renew
+theirs (a live worker tries every interval) before it calls them dead.
 """
 
 from __future__ import annotations
@@ -57,6 +58,12 @@ def lease_seconds() -> float:
     return max(1.0, float(settings.TRACERELAY_DELIVERY_LEASE_S))
 
 
+def settle_seconds() -> float:
+    """How long a worker's own heartbeats must have held before it may call another worker dead:
+    long enough for every live worker to have renewed (each tries every heartbeat interval)."""
+    return min(lease_seconds(), 3 * heartbeat_seconds())
+
+
 def heartbeat_seconds() -> float:
     """The heartbeat interval: at most a third of the lease, so that two missed beats (a busy
     database, a long pause for garbage collection) do not lose it."""
@@ -83,7 +90,7 @@ class Lease:
             self.healthy_since = time.monotonic()
 
     def may_take_over(self) -> bool:
-        return self.healthy_since is not None and time.monotonic() - self.healthy_since >= lease_seconds()
+        return self.healthy_since is not None and time.monotonic() - self.healthy_since >= settle_seconds()
 
     def beat(self) -> None:
         """Renew, then take over the claims of workers whose lease expired."""
@@ -143,8 +150,8 @@ def current() -> uuid.UUID | None:
 
 def may_take_over() -> bool:
     """Whether this process may take over others' claims now: only with a lease of its own whose
-    heartbeat has held for a whole lease (a process that cannot tell whether the database was
-    away must not call the other workers dead)."""
+    heartbeats have held long enough (`settle_seconds`; a process that cannot tell whether the
+    database was away must not call the other workers dead)."""
     lease = _lease
     return lease is not None and lease.pid == os.getpid() and lease.may_take_over()
 

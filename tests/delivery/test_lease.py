@@ -138,14 +138,18 @@ def test_a_heartbeat_renews_the_lease_and_registers_again_if_it_was_forgotten(se
 
 
 @pytest.mark.django_db
-def test_a_worker_takes_over_only_after_its_own_heartbeat_held_for_a_whole_lease(team, published, monkeypatch):
+def test_a_worker_takes_over_only_after_its_own_heartbeats_held_for_three_intervals(
+    team, published, settings, monkeypatch
+):
+    settings.TRACERELAY_DELIVERY_LEASE_S = 20
+    settings.TRACERELAY_DELIVERY_HEARTBEAT_S = 5
     clock = [1000.0]
     monkeypatch.setattr(lease.time, "monotonic", lambda: clock[0])
     row = _sending(team, _worker(seconds_ago=3600))
     own = lease.Lease(worker_id=uuid.uuid4(), pid=1)
 
     own.beat()  # first heartbeat: healthy from now on
-    clock[0] += lease.lease_seconds() - 1
+    clock[0] += 14
     own.beat()
     assert statuses(row) == [DeliveryStatus.SENDING]
 
@@ -160,7 +164,7 @@ def test_a_failed_heartbeat_restarts_the_wait(team, published, monkeypatch):
     monkeypatch.setattr(lease.time, "monotonic", lambda: clock[0])
     own = lease.Lease(worker_id=uuid.uuid4(), pid=1)
     own.beat()
-    clock[0] += lease.lease_seconds()
+    clock[0] += lease.settle_seconds()
     assert own.may_take_over()
 
     def database_away(self):
@@ -172,12 +176,12 @@ def test_a_failed_heartbeat_restarts_the_wait(team, published, monkeypatch):
     assert own.healthy_since is None and not own.may_take_over()
 
 
-def test_the_heartbeat_is_at_most_a_third_of_the_lease(settings):
+def test_the_heartbeat_is_at_most_a_third_of_the_lease_and_three_of_them_settle_a_worker(settings):
     settings.TRACERELAY_DELIVERY_LEASE_S = 6
     settings.TRACERELAY_DELIVERY_HEARTBEAT_S = 5
-    assert lease.heartbeat_seconds() == 2
+    assert (lease.heartbeat_seconds(), lease.settle_seconds()) == (2, 6)
     settings.TRACERELAY_DELIVERY_HEARTBEAT_S = 1
-    assert lease.heartbeat_seconds() == 1
+    assert (lease.heartbeat_seconds(), lease.settle_seconds()) == (1, 3)
 
 
 def test_a_process_without_a_lease_takes_nothing_over():

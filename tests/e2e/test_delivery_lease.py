@@ -56,7 +56,7 @@ def test_a_killed_worker_s_batch_is_taken_over_in_seconds_and_re_sent_with_its_d
     assert sink.wait_until(lambda s: len(s.requests) == 1)
     original = sink.requests[0]
 
-    start()  # takes over once the dead worker's lease expires (2 s) and its own has held for 2 s
+    start()  # takes over once the dead worker's lease expires (2 s) and its own heartbeats settled
 
     wait_for(lambda: Delivery.objects.filter(status=DeliveryStatus.DELIVERED).count() == 150, 60, "the takeover")
     resent = [r for r in sink.requests[1:] if r["delivery"] == original["delivery"]]
