@@ -31,31 +31,19 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import QuerySet
 from django.db.models.functions import Now
-from django.utils import timezone
 
-from config import metrics
-
-from . import outbox
-from .models import Delivery, DeliveryStatus, DeliveryWorker
+from .models import DeliveryWorker
+from .sweeper import lease_seconds, take_over_expired
 
 log = logging.getLogger(__name__)
 
-# Rows taken over per call (the next heartbeat takes the rest).
-TAKE_OVER_LIMIT = 10_000
-TAKEN_OVER = "its worker stopped renewing its lease before recording an outcome (it died); sending again"
-
 # A stopped worker's heartbeat: long expired, so that what it left is taken over at once.
 STOPPED = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def lease_seconds() -> float:
-    return max(1.0, float(settings.TRACERELAY_DELIVERY_LEASE_S))
 
 
 def settle_seconds() -> float:
@@ -171,42 +159,3 @@ def stop() -> None:
         DeliveryWorker.objects.filter(pk=lease.worker_id).update(heartbeat_at=STOPPED)
     except Exception:
         log.warning("delivery worker %s: could not give its lease up", lease.worker_id, exc_info=True)
-
-
-def expired_workers() -> QuerySet[DeliveryWorker]:
-    """Workers whose heartbeat is older than the lease, by the database's clock."""
-    return DeliveryWorker.objects.filter(heartbeat_at__lt=Now() - timedelta(seconds=lease_seconds()))
-
-
-def take_over_expired(*, limit: int = TAKE_OVER_LIMIT) -> int:
-    """Put the rows that workers with an expired lease were sending back to pending and dispatch
-    them (their batches re-form whole: `delivery.batches`); the number taken over.
-
-    One conditional UPDATE, whose condition is the lease still being expired when it runs: a
-    worker that renewed meanwhile keeps its rows. Costs one look-up in the (tiny) worker table
-    when no lease expired. A worker with nothing left is forgotten.
-    """
-    if not expired_workers().exists():
-        return 0
-    held = Delivery.objects.filter(status=DeliveryStatus.SENDING, claimed_by__in=expired_workers().values("pk"))
-    # By batch, so that the published chunks carry whole batches where they can.
-    ids = list(held.order_by("batch_id", "pk").values_list("pk", flat=True)[:limit])
-    taken = 0
-    if ids:
-        now = timezone.now()
-        taken = held.filter(pk__in=ids).update(
-            status=DeliveryStatus.PENDING,
-            claim_token=None,
-            next_attempt_at=now,
-            dispatched_at=now,
-            last_error=TAKEN_OVER,
-            updated_at=now,
-        )
-        if taken:
-            metrics.record_claims_taken_over("lease_expired", taken)
-            log.warning("took over %d deliveries from delivery workers whose lease expired", taken)
-            outbox.publish(ids)
-    if len(ids) < limit:
-        still_held = Delivery.objects.filter(status=DeliveryStatus.SENDING, claimed_by__isnull=False)
-        expired_workers().exclude(pk__in=still_held.values("claimed_by")).delete()
-    return taken

@@ -9,8 +9,8 @@ from typing import Any
 from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
-from .lease import expired_workers
 from .models import Delivery, DeliveryStatus, DeliveryWorker
+from .sweeper import expired_workers
 
 # The columns the API shows (annotated with the trace's public id and the integration's name).
 ROW_FIELDS = (

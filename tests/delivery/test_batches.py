@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from delivery import lease, services
+from delivery import lease, services, sweeper
 from delivery.batches import units
 from delivery.engine import deliver_batch
 from delivery.models import Delivery, DeliveryStatus, DeliveryWorker
@@ -89,7 +89,7 @@ def test_rows_taken_over_from_a_dead_worker_go_out_as_the_batches_they_were(team
     originals = [set(c) for c in scripted["primary"].calls]
     assert Delivery.objects.filter(status=DeliveryStatus.SENDING).count() == 6
 
-    assert lease.take_over_expired() == 6
+    assert sweeper.take_over_expired() == 6
     [(taken, _)] = published
     assert sorted(taken) == sorted(r.pk for r in rows)
     # The re-sends come in a different grouping: a task with one row of each batch, then the rest.
@@ -198,7 +198,7 @@ def test_the_webhook_delivery_id_repeats_when_a_dead_worker_s_batches_are_re_sen
     originals = {r["delivery"]: set(r["ids"]) for r in sink.requests}
     assert len(originals) == 5
 
-    lease.take_over_expired()
+    sweeper.take_over_expired()
     [(taken, _)] = published
     for start in range(0, 250, 100):  # re-sent by tasks of 100 rows, in another order
         deliver_batch(sorted(taken, reverse=True)[start : start + 100])

@@ -53,7 +53,7 @@ def test_it_takes_over_the_rows_of_a_worker_whose_lease_expired(team, published,
     unleased = _sending(team, None)  # claimed where no lease was held: left to the claim timeout
     before = _taken_over("lease_expired")
 
-    taken = lease.take_over_expired()
+    taken = sweeper.take_over_expired()
 
     assert taken == 3
     assert statuses(*theirs) == [DeliveryStatus.PENDING] * 3
@@ -72,9 +72,9 @@ def test_a_lease_counts_by_the_database_clock_and_the_configured_length(team, pu
     worker = _worker(seconds_ago=30)
     row = _sending(team, worker)
 
-    assert lease.take_over_expired() == 0
+    assert sweeper.take_over_expired() == 0
     settings.TRACERELAY_DELIVERY_LEASE_S = 15
-    assert lease.take_over_expired() == 1
+    assert sweeper.take_over_expired() == 1
     assert statuses(row) == [DeliveryStatus.PENDING]
 
 
@@ -84,7 +84,7 @@ def test_with_no_expired_lease_it_reads_only_the_worker_table(team, published, d
     _sending(team, None, claimed_s_ago=3600)
 
     with django_assert_num_queries(1):
-        assert lease.take_over_expired() == 0
+        assert sweeper.take_over_expired() == 0
 
 
 @pytest.mark.django_db
@@ -200,13 +200,13 @@ def test_a_started_lease_beats_from_its_thread_and_a_stop_hands_its_rows_over_at
         first = DeliveryWorker.objects.get(pk=worker).heartbeat_at
         _wait(lambda: DeliveryWorker.objects.get(pk=worker).heartbeat_at > first, "a heartbeat")
         row = _sending(team, worker)
-        assert lease.take_over_expired() == 0
+        assert sweeper.take_over_expired() == 0
     finally:
         lease.stop()
 
     assert lease.current() is None
     assert DeliveryWorker.objects.get(pk=worker).heartbeat_at == lease.STOPPED
-    assert lease.take_over_expired() == 1
+    assert sweeper.take_over_expired() == 1
     assert statuses(row) == [DeliveryStatus.PENDING]
     connection.close()
 
