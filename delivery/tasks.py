@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from celery import shared_task
-from celery.signals import beat_init, worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import beat_init, worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
@@ -86,10 +86,21 @@ def _hold_lease() -> None:
 
 
 @worker_ready.connect
-def _start_lease(**kwargs: Any) -> None:
+def _start_lease(sender: Any = None, **kwargs: Any) -> None:
     """A worker holds a lease from its start: its heartbeat also takes over the claims of workers
     that died, even before any task arrives (the dead worker's own messages are not redelivered
-    until the broker's visibility timeout)."""
+    until the broker's visibility timeout). With the prefork pool the children hold theirs (below):
+    the parent must not open database connections that the children it forks later would inherit."""
+    from celery.concurrency.prefork import TaskPool as PreforkPool
+
+    if isinstance(getattr(sender, "pool", None), PreforkPool):
+        return
+    _hold_lease()
+
+
+@worker_process_init.connect
+def _start_child_lease(**kwargs: Any) -> None:
+    """A prefork child (or the solo pool's process) holds a lease from its start."""
     _hold_lease()
 
 

@@ -219,3 +219,22 @@ def _wait(predicate, what: str, timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+def test_a_threads_worker_holds_a_lease_from_its_start_and_a_prefork_parent_leaves_it_to_its_children(monkeypatch):
+    from types import SimpleNamespace
+
+    from celery.concurrency.prefork import TaskPool as PreforkPool
+    from celery.concurrency.thread import TaskPool as ThreadsPool
+
+    from delivery import tasks
+
+    started: list[str] = []
+    monkeypatch.setattr(lease, "start", lambda: started.append("lease"))
+
+    tasks._start_lease(sender=SimpleNamespace(pool=object.__new__(PreforkPool)))
+    assert started == []  # its children fork later: it must open no database connection
+    tasks._start_child_lease()
+    assert started == ["lease"]  # each child its own
+    tasks._start_lease(sender=SimpleNamespace(pool=object.__new__(ThreadsPool)))
+    assert started == ["lease", "lease"]
