@@ -254,3 +254,82 @@ class _crash_after_sending:
 
     def __exit__(self, *exc: object) -> None:
         self.patch.undo()
+
+
+# --- two workers racing for the same batch ---------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_claimed_for_a_re_send_is_never_split_between_two_workers(team):
+    """Another transaction holds one row of a stored batch (a worker in the middle of claiming it).
+    A plain claim skips the locked row and takes the others: the batch would go out split. A
+    re-send's claim waits for it instead, and then wins all of the batch, or none of it."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from delivery.states import claim
+
+    stored = uuid.uuid4()
+
+    def batch() -> list[dict]:
+        rows = [make_delivery(team, "primary", batch_id=stored) for _ in range(3)]
+        return list(Delivery.objects.filter(pk__in=[r.pk for r in rows]).order_by("pk").values("id"))
+
+    def holding_middle_row(rows: list[dict], release: threading.Event, held: threading.Event) -> threading.Thread:
+        def hold() -> None:
+            with transaction.atomic():
+                Delivery.objects.select_for_update().get(pk=rows[1]["id"])
+                held.set()
+                release.wait(30)
+            connection.close()
+
+        thread = threading.Thread(target=hold)
+        thread.start()
+        assert held.wait(10)
+        return thread
+
+    skipped = batch()
+    release, held = threading.Event(), threading.Event()
+    holder = holding_middle_row(skipped, release, held)
+    _, won = claim(skipped, batch_id=stored)
+    assert sorted(r["id"] for r in won) == [skipped[0]["id"], skipped[2]["id"]]  # split
+    release.set()
+    holder.join()
+
+    whole = batch()
+    release, held = threading.Event(), threading.Event()
+    holder = holding_middle_row(whole, release, held)
+    result: list[list[dict]] = []
+
+    def re_send_claim() -> None:
+        result.append(claim(whole, batch_id=stored, whole=True)[1])
+        connection.close()
+
+    claimer = threading.Thread(target=re_send_claim)
+    claimer.start()
+    _wait_for_a_lock_wait()
+    assert result == []  # still waiting for the held row
+    release.set()
+    holder.join()
+    claimer.join(30)
+    assert sorted(r["id"] for r in result[0]) == [r["id"] for r in whole]  # all of it
+
+    assert claim(whole, batch_id=stored, whole=True)[1] == []  # the other worker: none of it
+
+
+def _wait_for_a_lock_wait(timeout: float = 10.0) -> None:
+    import time
+
+    from django.db import connections
+
+    deadline = time.monotonic() + timeout
+    with connections["default"].cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            if cursor.fetchone()[0]:
+                return
+            time.sleep(0.02)
+    raise AssertionError("no claim is waiting for a lock")

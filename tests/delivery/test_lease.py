@@ -238,3 +238,16 @@ def test_a_threads_worker_holds_a_lease_from_its_start_and_a_prefork_parent_leav
     assert started == ["lease"]  # each child its own
     tasks._start_lease(sender=SimpleNamespace(pool=object.__new__(ThreadsPool)))
     assert started == ["lease", "lease"]
+
+
+@pytest.mark.django_db
+def test_the_admin_lists_the_workers_and_their_leases_read_only(admin_client):
+    worker = _worker(seconds_ago=3)
+    DeliveryWorker.objects.filter(pk=worker).update(hostname="delivery-host-1", pid=4242)
+
+    page = admin_client.get("/admin/delivery/deliveryworker/").content.decode()
+
+    assert "delivery-host-1" in page and "4242" in page
+    assert admin_client.get("/admin/delivery/deliveryworker/add/").status_code == 403
+    changed = admin_client.post(f"/admin/delivery/deliveryworker/{worker}/change/", {"hostname": "x"})
+    assert changed.status_code == 403
