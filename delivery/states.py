@@ -108,7 +108,8 @@ def claim(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         won = cursor.fetchall()
-    return token, [{**by_id[int(pk)], "attempts": int(attempts)} for pk, attempts in won]
+    # In id order, whatever order the plan updated them in: a batch re-sent is the same request.
+    return token, [{**by_id[int(pk)], "attempts": int(attempts)} for pk, attempts in sorted(won)]
 
 
 def mine(token: uuid.UUID, rows: Iterable[Mapping[str, Any]]) -> Any:
