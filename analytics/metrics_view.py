@@ -27,6 +27,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from config import metrics  # noqa: F401  (defines the metrics in this process)
 from delivery.models import Delivery, DeliveryStatus
+from delivery.selectors import worker_counts
 
 from .live import broker_queue_lengths
 
@@ -34,7 +35,8 @@ PROXY_HEADERS = ("X-Forwarded-For", "Forwarded", "X-Real-IP")
 
 
 class QueueCollector:
-    """Delivery outbox rows waiting per destination name and state, and the broker's queues."""
+    """Delivery outbox rows waiting per destination name and state, delivery workers by lease, and
+    the broker's queues."""
 
     def collect(self) -> Iterator[Metric]:
         waiting = [DeliveryStatus.PENDING, DeliveryStatus.SENDING]
@@ -58,6 +60,15 @@ class QueueCollector:
             for state in ("pending", "retrying", "dead"):
                 depth.add_metric([row["destination"], state], row[state])
         yield depth
+        workers = GaugeMetricFamily(
+            "tracerelay_delivery_workers",
+            "Delivery worker processes by lease: alive (renewed within TRACERELAY_DELIVERY_LEASE_S), expired "
+            "(stopped renewing: died or stopped; the deliveries they held are taken over by live workers).",
+            labels=["state"],
+        )
+        for state, count in worker_counts().items():
+            workers.add_metric([state], count)
+        yield workers
         lengths = broker_queue_lengths()
         if lengths is not None:
             broker = GaugeMetricFamily(

@@ -46,6 +46,13 @@ DELIVERIES = Counter(
     "(gave up, a fallback took over), dead (gave up), deferred (circuit open, not attempted).",
     ["destination", "outcome"],
 )
+CLAIMS_TAKEN_OVER = Counter(
+    "tracerelay_delivery_claims_taken_over",
+    "Deliveries being sent that were taken back from their worker and sent again, by reason: "
+    "lease_expired (the worker process stopped renewing its lease: it died), claim_timeout (held past "
+    "TRACERELAY_DELIVERY_CLAIM_TIMEOUT_S by a worker that still renews its lease, or by none).",
+    ["reason"],
+)
 ALERT_EVALUATIONS = Counter(
     "tracerelay_alert_evaluations",
     "Spend alert evaluations by outcome: ok (no change), fired, resolved, error.",
@@ -72,6 +79,11 @@ def _count_ingested(tally: Tally[tuple[str, str]]) -> None:
 
 def observe_proxy_added_latency(seconds: float) -> None:
     PROXY_ADDED_LATENCY.observe(seconds)
+
+
+def record_claims_taken_over(reason: str, count: int) -> None:
+    """``count`` deliveries taken back from their worker (``reason``: lease_expired, claim_timeout)."""
+    CLAIMS_TAKEN_OVER.labels(reason).inc(count)
 
 
 def record_alert_evaluation(outcome: str) -> None:

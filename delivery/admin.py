@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
-from .models import Delivery
+from .models import Delivery, DeliveryWorker
 from .services import NotReplayable, delivery_replay
 
 
@@ -63,3 +63,18 @@ class DeliveryAdmin(admin.ModelAdmin):
         self.message_user(request, f"Replayed {replayed}; skipped {skipped} that were not dead or failed.")
         if skipped and not replayed:
             self.message_user(request, "Only dead or failed deliveries can be replayed.", level=messages.WARNING)
+
+
+@admin.register(DeliveryWorker)
+class DeliveryWorkerAdmin(admin.ModelAdmin):
+    """Delivery worker processes and their leases (docs/delivery.md, worker leases), read-only."""
+
+    list_display = ["hostname", "pid", "started_at", "heartbeat_at", "id"]
+    ordering = ["-heartbeat_at"]
+    readonly_fields = [f.name for f in DeliveryWorker._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

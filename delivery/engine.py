@@ -27,7 +27,7 @@ import logging
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -46,6 +46,7 @@ from privacy.records import export_records
 from traces.models import Trace
 from traces.records import TraceRecord
 
+from .batches import ROW_FIELDS, chunks, units, with_batch_mates
 from .breaker import CircuitBreaker
 from .client import http_client
 from .models import Delivery, DeliveryStatus
@@ -55,9 +56,6 @@ from .states import EARLY_SLACK, DeliveryReport, claim, defer, give_up, mine, re
 log = logging.getLogger(__name__)
 
 LAST_ERROR_MAX = 2000
-
-
-_ROW_FIELDS = ("id", "team_id", "trace_id", "destination", "spec", "rule_name", "next_attempt_at", "attempts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +74,10 @@ def deliver_batch(delivery_ids: Sequence[int], *, client: httpx.Client | None = 
         return report
     now = timezone.now()
     # By primary key only (status is tested here): see `claim` on why the status index is avoided.
-    rows = Delivery.objects.filter(pk__in=ids).values(*_ROW_FIELDS, "status")
+    rows = Delivery.objects.filter(pk__in=ids).values(*ROW_FIELDS, "status")
     due = [r for r in rows if r["status"] == DeliveryStatus.PENDING and r["next_attempt_at"] <= now + EARLY_SLACK]
     report.skipped += len(ids) - len(due)
+    due = with_batch_mates(due, now)  # a batch is re-sent whole, whichever of its rows the task named
 
     groups: dict[tuple[int, str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in due:
@@ -135,7 +134,7 @@ def _deliver_group(
     except (LookupError, KeyError) as exc:
         # The integration was deleted or disabled after routing: nothing to retry against.
         message = f"destination {destination!r} cannot be resolved: {exc.args[0] if exc.args else exc}"
-        for chunk in _chunks(rows, 500):
+        for chunk in chunks(rows, 500):
             token, claimed = claim(chunk)
             if claimed:
                 give_up(claimed, token, message, None, None, report)
@@ -144,7 +143,7 @@ def _deliver_group(
     except Exception as exc:  # e.g. a secret that no configured Fernet key decrypts: fixable, so retry
         log.exception("cannot prepare destination %r of team %s", destination, team_id)
         error = ExportError(f"cannot prepare destination {destination!r}: {type(exc).__name__}: {exc}")
-        for chunk in _chunks(rows, 500):
+        for chunk in chunks(rows, 500):
             token, claimed = claim(chunk)
             report.skipped += len(chunk) - len(claimed)
             if claimed:
@@ -153,20 +152,35 @@ def _deliver_group(
 
     breaker = CircuitBreaker(team_id, destination)
     size = max(1, int(getattr(sender.exporter, "max_batch", 100)))
-    pending = list(rows)
+    pending = units(rows, size)
     while pending:
         permit = breaker.acquire()
         if not permit.allowed:
-            report.deferred += defer(pending, permit.retry_at)
+            report.deferred += defer([row for _, members in pending for row in members], permit.retry_at)
             return
-        chunk, pending = (pending[:1], pending[1:]) if permit.probe else (pending[:size], pending[size:])
-        _send_chunk(chunk, sender, breaker, permit.probe, report)
+        batch_id, members = pending.pop(0)
+        if permit.probe and batch_id is None and len(members) > 1:
+            # The probe is one request: one new row, or a stored batch whole (never split).
+            pending.insert(0, (None, members[1:]))
+            members = members[:1]
+        _send_chunk(members, batch_id, sender, breaker, permit.probe, report)
 
 
 def _send_chunk(
-    rows: list[dict[str, Any]], sender: _Sender, breaker: CircuitBreaker, probe: bool, report: DeliveryReport
+    rows: list[dict[str, Any]],
+    batch_id: uuid.UUID | None,
+    sender: _Sender,
+    breaker: CircuitBreaker,
+    probe: bool,
+    report: DeliveryReport,
 ) -> None:
-    token, claimed = claim(rows)
+    """Send ``rows`` in one request: a stored batch re-formed (``batch_id``), or a new batch."""
+    resend = batch_id is not None
+    token, claimed = claim(rows, batch_id=batch_id or uuid.uuid4(), whole=resend)
+    if resend and 0 < len(claimed) < len(rows):
+        # Part of the batch changed hands since it was read (a replay, a worker with an older view):
+        # this smaller set is a batch of its own from now on, so that its own re-sends stay whole.
+        mine(token, claimed).update(batch_id=uuid.uuid4())
     report.skipped += len(rows) - len(claimed)
     if not claimed:
         if probe:
@@ -268,8 +282,3 @@ def _error_text(error: ExportError) -> str:
     if error.status_code and str(error.status_code) not in text:
         text = f"HTTP {error.status_code}: {text}"
     return text[:LAST_ERROR_MAX]
-
-
-def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

@@ -40,6 +40,13 @@ class Delivery(models.Model):
     # another worker (claim expired) is never written by two.
     claimed_at = models.DateTimeField(null=True, blank=True)
     claim_token = models.UUIDField(null=True, blank=True)
+    # The worker process that made the last claim (`DeliveryWorker`; no foreign key: a claim must not cost
+    # a look-up per row). Its lease expiring hands the row to another worker within seconds.
+    claimed_by = models.UUIDField(null=True, blank=True)
+    # The batch this row was last sent in, stamped when the batch is formed (the claim): a re-send
+    # of the row (retry, takeover after a crash, replay) re-forms the same batch, so the same set of
+    # traces goes out again and the webhook's delivery id (derived from that set) is the same.
+    batch_id = models.UUIDField(null=True, blank=True)
     # When a task for the current pending attempt was last handed to the broker (the sweeper skips
     # rows dispatched within its grace period).
     dispatched_at = models.DateTimeField(null=True, blank=True)
@@ -77,6 +84,14 @@ class Delivery(models.Model):
             models.Index(
                 fields=["fallback_of"], condition=models.Q(fallback_of__isnull=False), name="delivery_fallback_of"
             ),
+            # A batch's members waiting for a re-send (retry, taken over, replayed), found by batch
+            # id. Rows enter it only on those paths: a first send (no batch yet) and a claimed row
+            # (sending) stay out, so the hot path never writes it.
+            models.Index(
+                fields=["batch_id"],
+                condition=models.Q(status="pending", batch_id__isnull=False),
+                name="delivery_batch_waiting",
+            ),
             models.Index(fields=["team", "destination", "-id"], name="delivery_team_destination"),
             # An integration's last 24 h by status (`selectors.recent_delivery_counts`: the integrations
             # page and API), read from the index alone. `created_at` never changes; `status` is here so
@@ -99,3 +114,24 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trace_id} → {self.destination} ({self.status})"
+
+
+class DeliveryWorker(models.Model):
+    """A live delivery worker process and its lease on the rows it claimed (`Delivery.claimed_by`).
+
+    The process renews ``heartbeat_at`` every few seconds (`delivery.lease`); once it is older
+    than TRACERELAY_DELIVERY_LEASE_S the process is taken for dead and any live worker puts its
+    claimed rows back to pending. Times are the database's clock, the same for every host.
+    """
+
+    id = models.UUIDField(primary_key=True)
+    hostname = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "delivery_worker"
+
+    def __str__(self) -> str:
+        return f"{self.hostname}:{self.pid} ({self.id})"

@@ -9,7 +9,8 @@ from typing import Any
 from django.db.models import Count, F, Q, QuerySet
 from django.utils import timezone
 
-from .models import Delivery, DeliveryStatus
+from .models import Delivery, DeliveryStatus, DeliveryWorker
+from .sweeper import expired_workers
 
 # The columns the API shows (annotated with the trace's public id and the integration's name).
 ROW_FIELDS = (
@@ -136,3 +137,11 @@ def dead_letters(team_id: int, integration_id: int, name: str, *, limit: int) ->
 
 def integration_delivery(team_id: int, integration_id: int, name: str, delivery_id: int) -> Delivery | None:
     return Delivery.objects.filter(of_integration(integration_id, name), team_id=team_id, pk=delivery_id).first()
+
+
+def worker_counts() -> dict[str, int]:
+    """Delivery worker processes by lease state: ``alive`` (renewed within the lease) and
+    ``expired`` (stopped renewing; what they held is being taken over)."""
+    total = DeliveryWorker.objects.count()
+    expired = expired_workers().count()
+    return {"alive": total - expired, "expired": expired}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -21,7 +20,7 @@ from django.utils import timezone
 
 from integrations.exporters.base import ExportError
 
-from . import outbox
+from . import lease, outbox
 from .models import Delivery, DeliveryStatus
 from .policy import RetryPolicy, backoff_delay
 
@@ -42,7 +41,9 @@ class DeliveryReport:
     fallbacks: list[int] = field(default_factory=list)
 
 
-def claim(rows: Sequence[Mapping[str, Any]]) -> tuple[uuid.UUID, list[dict[str, Any]]]:
+def claim(
+    rows: Sequence[Mapping[str, Any]], *, batch_id: uuid.UUID | None = None, whole: bool = False
+) -> tuple[uuid.UUID, list[dict[str, Any]]]:
     """pending & due → sending with a fresh token, in ONE statement; returns the rows this call won
     (the given row dicts, with their new ``attempts``).
 
@@ -50,12 +51,19 @@ def claim(rows: Sequence[Mapping[str, Any]]) -> tuple[uuid.UUID, list[dict[str, 
     UPDATE finds it no longer pending (Postgres re-checks the condition once the first commits).
     On Postgres, SKIP LOCKED also spares the loser from waiting on rows being claimed. RETURNING
     says which rows were won without a second query (Postgres, and SQLite ≥ 3.35).
+
+    The rows are stamped with this process's lease (`lease.current`: a dead worker's claims are
+    taken over within seconds) and, when ``batch_id`` is given, with the batch they are sent in
+    (None leaves the rows' batch as it was: a claim to give up, retry or defer, not to send).
+    ``whole``: the rows are one batch re-formed for a re-send; they are locked in id order and a
+    locked row is waited for instead of skipped, so that of two workers racing for the same batch
+    one wins all of it and the other none (SKIP LOCKED could split it between them).
     """
     token = uuid.uuid4()
     by_id = {int(r["id"]): r for r in rows}
     if not by_id:
         return token, []
-    ids = list(by_id)
+    ids = sorted(by_id)
     now = timezone.now()
     meta = Delivery._meta
     table = connection.ops.quote_name(meta.db_table)
@@ -66,20 +74,27 @@ def claim(rows: Sequence[Mapping[str, Any]]) -> tuple[uuid.UUID, list[dict[str, 
         return field.get_db_prep_value(value, connection)
 
     marks = ", ".join(["%s"] * len(ids))
-    set_sql = "status = %s, claimed_at = %s, claim_token = %s, updated_at = %s, attempts = attempts + 1"
+    set_sql = (
+        "status = %s, claimed_at = %s, claim_token = %s, claimed_by = %s, updated_at = %s, attempts = attempts + 1"
+    )
     set_params = [
         DeliveryStatus.SENDING.value,
         prep("claimed_at", now),
         prep("claim_token", token),
+        prep("claimed_by", lease.current()),
         prep("updated_at", now),
     ]
+    if batch_id is not None:
+        set_sql += ", batch_id = %s"
+        set_params.append(prep("batch_id", batch_id))
     due_params = [DeliveryStatus.PENDING.value, prep("next_attempt_at", now + EARLY_SLACK)]
     if connection.features.has_select_for_update_skip_locked:
         # Lock by primary key only, and test status on the locked copy: a condition on status that
         # the planner could answer from the in-flight index would scan every pending row of a backlog.
+        lock = "ORDER BY id FOR UPDATE" if whole else "FOR UPDATE SKIP LOCKED"
         sql = (
             f"WITH locked AS MATERIALIZED (SELECT id, status, next_attempt_at FROM {table}"
-            f" WHERE id IN ({marks}) FOR UPDATE SKIP LOCKED)"
+            f" WHERE id IN ({marks}) {lock})"
             f" UPDATE {table} SET {set_sql} FROM locked WHERE {table}.id = locked.id"
             f" AND locked.status = %s AND locked.next_attempt_at <= %s RETURNING {table}.id, {table}.attempts"
         )
@@ -93,7 +108,8 @@ def claim(rows: Sequence[Mapping[str, Any]]) -> tuple[uuid.UUID, list[dict[str, 
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         won = cursor.fetchall()
-    return token, [{**by_id[int(pk)], "attempts": int(attempts)} for pk, attempts in won]
+    # In id order, whatever order the plan updated them in: a batch re-sent is the same request.
+    return token, [{**by_id[int(pk)], "attempts": int(attempts)} for pk, attempts in sorted(won)]
 
 
 def mine(token: uuid.UUID, rows: Iterable[Mapping[str, Any]]) -> Any:
@@ -113,27 +129,25 @@ def retry(
     policy: RetryPolicy,
     integration_id: int | None,
 ) -> int:
+    """A transient failure: the rows are pending again after one backoff delay, all of them at the
+    same moment (they were claimed together, as one batch: the re-send re-forms it whole)."""
+    if not rows:
+        return 0
     now = timezone.now()
-    count = 0
-    by_attempt: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        by_attempt[row["attempts"]].append(row)
-    for attempt, same in by_attempt.items():
-        delay = backoff_delay(attempt, policy, retry_after=error.retry_after)
-        changed = mine(token, same).update(
-            status=DeliveryStatus.PENDING,
-            next_attempt_at=now + timedelta(seconds=delay),
-            dispatched_at=now,
-            claim_token=None,
-            last_error=message,
-            last_status_code=error.status_code,
-            integration_id=integration_id,
-            updated_at=now,
-        )
-        if changed:
-            outbox.publish([r["id"] for r in same], countdown=delay)
-        count += changed
-    return count
+    delay = backoff_delay(max(r["attempts"] for r in rows), policy, retry_after=error.retry_after)
+    changed = mine(token, rows).update(
+        status=DeliveryStatus.PENDING,
+        next_attempt_at=now + timedelta(seconds=delay),
+        dispatched_at=now,
+        claim_token=None,
+        last_error=message,
+        last_status_code=error.status_code,
+        integration_id=integration_id,
+        updated_at=now,
+    )
+    if changed:
+        outbox.publish([r["id"] for r in rows], countdown=delay)
+    return int(changed)
 
 
 def defer(rows: list[dict[str, Any]], retry_at: float) -> int:

@@ -12,12 +12,13 @@ import logging
 from typing import Any
 
 from celery import shared_task
-from celery.signals import beat_init, worker_process_shutdown
+from celery.signals import beat_init, worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from config.celery import Queue, ensure_interval_task
 
+from . import lease
 from .client import close_http_client
 from .engine import deliver_batch
 from .outbox import DELIVER_TASK
@@ -42,6 +43,7 @@ SWEEP_TASK = "routing.sweep_outbox"
     max_retries=5,
 )
 def deliver(delivery_ids: list[int]) -> None:
+    _hold_lease()  # claims carry this process's lease (a prefork child starts its own here)
     report = deliver_batch(delivery_ids)
     if report.retried or report.dead or report.failed:
         log.info(
@@ -56,7 +58,8 @@ def deliver(delivery_ids: list[int]) -> None:
 
 @shared_task(name=SWEEP_TASK, queue=Queue.DELIVERY, ignore_result=True, acks_late=True)
 def sweep_outbox() -> None:
-    report = sweep()
+    _hold_lease()
+    report = sweep(take_over=lease.may_take_over())
     if report.reclaimed or report.dispatched:
         log.info("outbox sweep: %d reclaimed from dead workers, %d dispatched", report.reclaimed, report.dispatched)
 
@@ -75,6 +78,38 @@ def _register_sweeper(sender: Any = None, **kwargs: Any) -> None:
         log.exception("could not register the outbox sweeper schedule")
 
 
+def _hold_lease() -> None:
+    try:
+        lease.start()
+    except Exception:  # the database is away: this task fails on it anyway, or claims without a lease
+        log.warning("could not register this delivery worker's lease", exc_info=True)
+
+
+@worker_ready.connect
+def _start_lease(sender: Any = None, **kwargs: Any) -> None:
+    """A worker holds a lease from its start: its heartbeat also takes over the claims of workers
+    that died, even before any task arrives (the dead worker's own messages are not redelivered
+    until the broker's visibility timeout). With the prefork pool the children hold theirs (below):
+    the parent must not open database connections that the children it forks later would inherit."""
+    from celery.concurrency.prefork import TaskPool as PreforkPool
+
+    if isinstance(getattr(sender, "pool", None), PreforkPool):
+        return
+    _hold_lease()
+
+
+@worker_process_init.connect
+def _start_child_lease(**kwargs: Any) -> None:
+    """A prefork child (or the solo pool's process) holds a lease from its start."""
+    _hold_lease()
+
+
 @worker_process_shutdown.connect
 def _close_client(**kwargs: Any) -> None:
     close_http_client()
+    lease.stop()
+
+
+@worker_shutdown.connect
+def _give_lease_up(**kwargs: Any) -> None:
+    lease.stop()

@@ -40,6 +40,10 @@ TRACERELAY_OUTBOX_SWEEP_GRACE_S = env.float("TRACERELAY_OUTBOX_SWEEP_GRACE_S", d
 # Delivery ids per published task: big enough to batch per destination, small enough to spread over workers.
 TRACERELAY_DELIVERY_TASK_CHUNK = env.int("TRACERELAY_DELIVERY_TASK_CHUNK", default=400)
 TRACERELAY_DELIVERY_CLAIM_TIMEOUT_S = env.float("TRACERELAY_DELIVERY_CLAIM_TIMEOUT_S", default=300.0)
+# A worker process's lease on the rows it claimed (delivery.lease; docs/delivery.md): renewed every
+# heartbeat while the process lives, and taken over by any live worker once it is this old.
+TRACERELAY_DELIVERY_LEASE_S = env.float("TRACERELAY_DELIVERY_LEASE_S", default=20.0)
+TRACERELAY_DELIVERY_HEARTBEAT_S = env.float("TRACERELAY_DELIVERY_HEARTBEAT_S", default=5.0)
 TRACERELAY_BREAKER_FAILURES = env.int("TRACERELAY_BREAKER_FAILURES", default=5)
 TRACERELAY_BREAKER_COOLDOWN_S = env.float("TRACERELAY_BREAKER_COOLDOWN_S", default=30.0)
 

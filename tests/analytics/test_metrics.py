@@ -38,7 +38,8 @@ def test_loopback_reads_it_without_a_token(client, settings):
     assert response["Content-Type"].startswith("text/plain; version=0.0.4")
     names = {family.name for family in text_string_to_metric_families(response.content.decode())}
     assert {"tracerelay_traces_ingested", "tracerelay_proxy_added_latency_seconds", "tracerelay_deliveries",
-            "tracerelay_alert_evaluations", "tracerelay_delivery_queue_depth"} <= names  # fmt: skip
+            "tracerelay_alert_evaluations", "tracerelay_delivery_queue_depth",
+            "tracerelay_delivery_claims_taken_over", "tracerelay_delivery_workers"} <= names  # fmt: skip
 
 
 @pytest.mark.parametrize("address", ["10.1.2.3", "192.168.0.9", "::1", "::ffff:127.0.0.1"])
@@ -105,6 +106,25 @@ def test_queue_depth_is_computed_at_scrape(client, team, settings):
     assert samples[(depth, (("destination", "langfuse-main"), ("state", "pending")))] == 2
     assert samples[(depth, (("destination", "langfuse-main"), ("state", "retrying")))] == 1
     assert samples[(depth, (("destination", "webhook"), ("state", "dead")))] == 1
+
+
+def test_delivery_workers_are_counted_by_lease_at_scrape(client, settings):
+    from datetime import timedelta
+    from uuid import uuid4
+
+    from django.utils import timezone
+
+    from delivery.models import DeliveryWorker
+
+    settings.METRICS_TOKEN = ""
+    settings.TRACERELAY_DELIVERY_LEASE_S = 20
+    now = timezone.now()
+    for seconds_ago in (1, 5, 60):
+        beat = now - timedelta(seconds=seconds_ago)
+        DeliveryWorker.objects.create(id=uuid4(), hostname="h", pid=1, started_at=beat, heartbeat_at=beat)
+    samples = _samples(client.get(URL).content)
+    assert samples[("tracerelay_delivery_workers", (("state", "alive"),))] == 2
+    assert samples[("tracerelay_delivery_workers", (("state", "expired"),))] == 1
 
 
 def test_alert_evaluations_take_a_known_outcome():

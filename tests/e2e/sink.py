@@ -33,7 +33,7 @@ class WebhookSink:
         self.latency_s = latency_s
         self.plan: deque[Answer] = deque()
         self.default = Answer()
-        self.requests: list[dict[str, Any]] = []  # every request: trace ids and the answer given
+        self.requests: list[dict[str, Any]] = []  # every request: trace ids, the answer given, its delivery id
         self.errors: list[str] = []  # format violations (the request got a 400)
         self.sends: Counter[str] = Counter()  # trace id → times it arrived in an accepted request
         self.stored: dict[str, dict[str, Any]] = {}  # trace id → payload (deduplicated)
@@ -92,6 +92,18 @@ class WebhookSink:
     def duplicates(self) -> dict[str, int]:
         return {k: n for k, n in self.sends.items() if n > 1}
 
+    def kept_by_delivery_id(self) -> int:
+        """How many traces a receiver that deduplicates on ``X-Tracerelay-Delivery`` alone (not on
+        each trace's id) would have stored: every accepted request whose delivery id is new."""
+        seen: set[str] = set()
+        kept = 0
+        with self._changed:
+            for request in self.requests:
+                if 200 <= request["status"] < 300 and request["delivery"] not in seen:
+                    seen.add(request["delivery"])
+                    kept += len(request["ids"])
+        return kept
+
     # --- the server ------------------------------------------------------------------------
     def _check(self, headers: Any, raw: bytes) -> tuple[list[str], list[dict[str, Any]]]:
         problems: list[str] = []
@@ -142,7 +154,7 @@ class WebhookSink:
                 if sink._hold_next:
                     sink._hold_next = False
                     sink.holding.set()
-                    sink._held.wait(60)
+                    sink._held.wait(120)
                     sink.holding.clear()
                 if sink.latency_s:
                     time.sleep(sink.latency_s)
@@ -152,7 +164,8 @@ class WebhookSink:
                     if answer is None:
                         answer = sink.plan.popleft() if sink.plan else sink.default
                     ids = [t.get("id") for t in traces]
-                    sink.requests.append({"ids": ids, "status": answer.status})
+                    delivery = self.headers.get("X-Tracerelay-Delivery")
+                    sink.requests.append({"ids": ids, "status": answer.status, "delivery": delivery})
                     sink.errors.extend(problems)
                     if 200 <= answer.status < 300:
                         for t in traces:

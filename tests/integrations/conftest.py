@@ -78,6 +78,21 @@ def make_error_record(**overrides: Any) -> TraceRecord:
 DEFAULT_MAPPING: dict[str, Any] = {"customer": "account", "internal_note": None}
 
 
+def config_for(platform: str, url: str) -> dict[str, Any]:
+    """A valid config of each platform, aimed at ``url``."""
+    return {
+        "otlp": {"endpoint": url + "/v1/traces"},
+        "phoenix": {"host": url},
+        "mlflow": {"host": url, "experimentId": "1"},
+        "langfuse": {"publicKey": "pk", "secretKey": "sk", "host": url},
+        "langsmith": {"apiKey": "k", "endpoint": url},
+        "helicone": {"apiKey": "k", "endpoint": url, "apiUrl": url},
+        "datadog": {"apiKey": "k", "mlApp": "app", "endpoint": url},
+        "weave": {"apiKey": "k", "projectId": "a/b", "host": url},
+        "webhook": {"url": url + "/hook"},
+    }[platform]
+
+
 def make_exporter(
     platform: str,
     config: dict[str, Any],

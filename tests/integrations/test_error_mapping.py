@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from typing import Any
 
 import httpx
 import pytest
@@ -15,21 +14,7 @@ from integrations.exporters.transport import retry_after_seconds
 from integrations.registry import PLATFORMS, exporter_class
 from tests.fakes import FakeServer, Reply
 
-from .conftest import make_exporter, make_record
-
-
-def config_for(platform: str, url: str) -> dict[str, Any]:
-    return {
-        "otlp": {"endpoint": url + "/v1/traces"},
-        "phoenix": {"host": url},
-        "mlflow": {"host": url, "experimentId": "1"},
-        "langfuse": {"publicKey": "pk", "secretKey": "sk", "host": url},
-        "langsmith": {"apiKey": "k", "endpoint": url},
-        "helicone": {"apiKey": "k", "endpoint": url, "apiUrl": url},
-        "datadog": {"apiKey": "k", "mlApp": "app", "endpoint": url},
-        "weave": {"apiKey": "k", "projectId": "a/b", "host": url},
-        "webhook": {"url": url + "/hook"},
-    }[platform]
+from .conftest import config_for, make_exporter, make_record
 
 
 @pytest.fixture(params=PLATFORMS)
