@@ -172,7 +172,8 @@ class Client:
                 self._frozen = True
 
     def _empty_queue(self) -> int:
-        """Take everything queued: markers are answered False, records counted (returned), not built."""
+        """Take everything queued (under _lock): markers are answered False, records counted (returned),
+        not built."""
         records = 0
         while True:
             try:
@@ -372,7 +373,8 @@ class Client:
         """At exit, with the server unreachable or the time spent: count every queued trace failed (never
         built: no time for it) and answer the markers; shutdown logs the one line."""
         self._exit_over = why
-        lost = self._empty_queue()
+        with self._lock:
+            lost = self._empty_queue()
         self._count("failed", lost)
 
     def _register_rules(self) -> None:
