@@ -41,7 +41,7 @@ def two_servers(worker_env: dict[str, str], e2e_dir: Path, settings: Any, broker
     servers = [Web(e2e_dir, env).start() for _ in range(2)]
     try:
         for server in servers:
-            server.wait_http(server.url + "/healthz", timeout=60)
+            server.wait_http(server.url + "/healthz", timeout=180)
         yield servers[0], servers[1]
     finally:
         for server in servers:

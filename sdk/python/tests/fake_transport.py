@@ -57,7 +57,8 @@ def start_sdk(transport: FakeTransport, **options: Any) -> None:
     tracerelay.init(api_key=KEY, transport=transport, **options)
 
 
-def wait_for(predicate: Any, timeout: float = 5.0) -> bool:
+def wait_for(predicate: Any, timeout: float = 30.0) -> bool:
+    """Poll until `predicate()` holds; the deadline is far above what even a loaded machine needs."""
     import time
 
     deadline = time.monotonic() + timeout
