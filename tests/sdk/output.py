@@ -19,6 +19,8 @@ class OutputLines:
         assert proc.stdout is not None and proc.stderr is not None, "start it with stdout=PIPE, stderr=PIPE"
         self.proc = proc
         self.lines: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self.times: dict[str, list[float]] = {"stdout": [], "stderr": []}  # when each line arrived (monotonic)
+        self.ended: float | None = None  # when the process was seen to end (monotonic)
         self._changed = threading.Condition()
         self._ended: set[str] = set()  # streams read to their end
         self._readers = [
@@ -40,6 +42,7 @@ class OutputLines:
         for line in stream:
             with self._changed:
                 self.lines[name].append(line.rstrip("\n"))
+                self.times[name].append(time.monotonic())
                 self._changed.notify_all()
         with self._changed:
             self._ended.add(name)
@@ -61,6 +64,7 @@ class OutputLines:
     def finish(self, timeout: float) -> int:
         """The exit code, once the process has ended and both streams were read to their end."""
         code = self.proc.wait(timeout=timeout)
+        self.ended = time.monotonic()
         for reader in self._readers:
             reader.join(timeout)
         return code

@@ -13,8 +13,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from fake_tracerelay import BlackHole, FakeTracerelay, closed_port
 from fake_transport import KEY
 
 from tests.proxy.fake_upstream import CHAT_WORDS, FakeUpstream
+from tests.sdk.output import OutputLines
 
 APP = """
 import anthropic
@@ -39,6 +38,7 @@ message = claude.messages.create(model="claude-haiku-4-5", max_tokens=32, messag
 print(message.content[0].text)
 """
 
+APP_DEADLINE = 600
 TWO_LINES = 'import tracerelay\ntracerelay.init(service_name="two-lines")\n'
 # init imports no provider library: the import hook patches each one when the app imports it
 NOT_YET = "import sys\nassert 'openai' not in sys.modules and 'anthropic' not in sys.modules\n"
@@ -56,7 +56,8 @@ def run(tmp_path: Path, source: str, upstream: FakeUpstream, tracerelay_url: str
         "ANTHROPIC_BASE_URL": upstream.url + "/anthropic",
         "ANTHROPIC_API_KEY": "sk-ant-test",
     }
-    return subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+    # A deadline for a hung app only: a loaded machine takes tens of seconds to import the providers' SDKs.
+    return subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=APP_DEADLINE)
 
 
 def test_an_app_with_two_added_lines_sends_its_calls_before_exiting(
@@ -132,7 +133,13 @@ class Exit:
     lines: list[str]
     stderr: str
     returncode: int
-    after_last_line: float  # seconds from the last line of output to the process's end
+    after_last_line: float  # seconds from the last line of output to the end of the process
+    released: float | None  # seconds from the last line of output to the STATS line: the atexit handlers done
+
+    @property
+    def teardown(self) -> float:
+        """The interpreter's own exit after the atexit handlers (modules freed): the same with or without the SDK."""
+        return self.after_last_line - (self.released or 0.0)
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -145,7 +152,7 @@ class Exit:
 
 
 def run_timed(tmp_path: Path, source: str, upstream: FakeUpstream, tracerelay_url: str) -> Exit:
-    """Run the app, reading its output as it comes, and time its exit from its last line."""
+    """Run the app, reading its output as it comes (each line timed as it arrives), until it ends."""
     script = tmp_path / "app.py"
     script.write_text(textwrap.dedent(source))
     env = {
@@ -158,21 +165,17 @@ def run_timed(tmp_path: Path, source: str, upstream: FakeUpstream, tracerelay_ur
     app = subprocess.Popen(
         [sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+    output = OutputLines(app)
     try:
-        err: list[str] = []
-        reader = threading.Thread(target=lambda: err.append(app.stderr.read()), daemon=True)  # type: ignore[union-attr]
-        reader.start()
-        lines, last = [], time.monotonic()
-        for line in app.stdout:  # type: ignore[union-attr]
-            lines.append(line.rstrip("\n"))
-            last = time.monotonic()
-        returncode = app.wait(timeout=60)
-        ended = time.monotonic()
-        reader.join(60)
+        returncode = output.finish(timeout=APP_DEADLINE)
     finally:
         if app.poll() is None:
             app.kill()
-    return Exit(lines, "".join(err), returncode, ended - last)
+    assert output.ended is not None and output.times["stdout"], output.report()
+    last = output.times["stdout"][-1]
+    stats_at = [t for t, line in zip(output.times["stderr"], output.stderr, strict=True) if line.startswith("STATS ")]
+    released = max(0.0, stats_at[0] - last) if stats_at else None  # (stderr's reader may be a little ahead)
+    return Exit(output.stdout, "\n".join(output.stderr), returncode, output.ended - last, released)
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +183,7 @@ def plain_exit(tmp_path_factory: pytest.TempPathFactory, upstream: FakeUpstream)
     """The same app without the SDK: its output, and how long the interpreter takes to exit on this machine now."""
     done = run_timed(tmp_path_factory.mktemp("plain"), PLAIN_APP.replace("CALLS", "4"), upstream, "")
     assert done.returncode == 0, done.stderr
-    print(f"\nwithout the SDK: exit {done.after_last_line:.2f} s after the last line")
+    print(f"\nwithout the SDK: exit {done.after_last_line:.2f} s after the last line (the interpreter's own)")
     return done
 
 
@@ -206,14 +209,19 @@ def test_with_the_service_down_a_short_script_exits_soon_after_its_last_line(
         done = run_timed(tmp_path, SHORT_APP.replace("CALLS", str(calls)), upstream, url)
     assert done.returncode == 0, done.stderr
     stats = done.stats
-    print(f"\n{down}, {calls} call(s): exit {done.after_last_line:.2f} s after the last line", end="")
-    print(f" (the SDK's flush at exit: {stats['held']:.3f} s)", end="")
+    print(
+        f"\n{down}, {calls} call(s): exit {done.after_last_line:.2f} s after the last line: the SDK's flush at exit"
+        f" {stats['held']:.3f} s, the atexit handlers done at {done.released:.2f} s, the interpreter's own"
+        f" teardown {done.teardown:.2f} s",
+        end="",
+    )
     assert done.lines == plain_exit.lines[:calls]  # the app's own output, unchanged
     assert "Traceback" not in done.stderr
-    # The SDK's share never goes past shutdown_timeout; the rest of the exit is the interpreter's own
-    # teardown, as long as the plain app's on this machine at this moment.
+    # The SDK's flush never goes past shutdown_timeout, and the exit is through with the SDK within
+    # shutdown_timeout + 1.5 s of the last line. What follows is the interpreter freeing its modules,
+    # the same without the SDK (printed above): seconds on a machine under `stress`, not ours to bound.
     assert stats["held"] < SHUTDOWN_TIMEOUT + 0.25, done.stderr
-    assert done.after_last_line < SHUTDOWN_TIMEOUT + 1.5 + plain_exit.after_last_line, done.stderr
+    assert done.released is not None and done.released < SHUTDOWN_TIMEOUT + 1.5, done.stderr
     if down in ("refused", "503"):  # no wait at all: one quick attempt per batch, no backoff
         assert stats["held"] < 0.5, done.stderr
     assert (stats["failed"], stats["sent"], stats["queued"]) == (calls, 0, 0), done.stderr
