@@ -44,10 +44,8 @@ TWO_LINES = 'import tracerelay\ntracerelay.init(service_name="two-lines")\n'
 NOT_YET = "import sys\nassert 'openai' not in sys.modules and 'anthropic' not in sys.modules\n"
 
 
-def run(tmp_path: Path, source: str, upstream: FakeUpstream, tracerelay_url: str) -> subprocess.CompletedProcess[str]:
-    script = tmp_path / "app.py"
-    script.write_text(textwrap.dedent(source))
-    env = {
+def app_env(upstream: FakeUpstream, tracerelay_url: str) -> dict[str, str]:
+    return {
         **os.environ,
         "TRACERELAY_API_KEY": KEY,
         "TRACERELAY_BASE_URL": tracerelay_url,
@@ -56,6 +54,12 @@ def run(tmp_path: Path, source: str, upstream: FakeUpstream, tracerelay_url: str
         "ANTHROPIC_BASE_URL": upstream.url + "/anthropic",
         "ANTHROPIC_API_KEY": "sk-ant-test",
     }
+
+
+def run(tmp_path: Path, source: str, upstream: FakeUpstream, tracerelay_url: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "app.py"
+    script.write_text(textwrap.dedent(source))
+    env = app_env(upstream, tracerelay_url)
     # A deadline for a hung app only: a loaded machine takes tens of seconds to import the providers' SDKs.
     return subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=APP_DEADLINE)
 
@@ -155,13 +159,7 @@ def run_timed(tmp_path: Path, source: str, upstream: FakeUpstream, tracerelay_ur
     """Run the app, reading its output as it comes (each line timed as it arrives), until it ends."""
     script = tmp_path / "app.py"
     script.write_text(textwrap.dedent(source))
-    env = {
-        **os.environ,
-        "TRACERELAY_API_KEY": KEY,
-        "TRACERELAY_BASE_URL": tracerelay_url,
-        "OPENAI_BASE_URL": upstream.url + "/v1",
-        "OPENAI_API_KEY": "sk-test",
-    }
+    env = app_env(upstream, tracerelay_url)
     app = subprocess.Popen(
         [sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
