@@ -168,7 +168,7 @@ def before_after(
 class NullTransport:
     """Answers 200 without a network (immediate mode's worker still builds and encodes each trace)."""
 
-    def request(self, method: str, path: str, body: bytes | None) -> Any:
+    def request(self, method: str, path: str, body: bytes | None, *, timeout: float | None = None) -> Any:
         from tracerelay._transport import Answer
 
         return Answer(200 if path.endswith("batch") else 201, {"failed": 0})
@@ -181,7 +181,7 @@ def gzip_transport() -> Any:
     from tracerelay._transport import Answer, Transport
 
     class Gzipping(Transport):
-        def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str]) -> Answer:
+        def _send(self, method: str, path: str, body: bytes | None, headers: dict[str, str], timeout: float) -> Answer:
             return Answer(200 if path.endswith("batch") else 201, {"failed": 0})
 
     return Gzipping("http://bench.invalid", "tr_prod_bench", timeout=1, compress=True)

@@ -162,7 +162,7 @@ class CeleryWorker(Process):
 
     def start(self) -> CeleryWorker:
         super().start()
-        self.wait_log(" ready.", timeout=60)
+        self.wait_log(" ready.", timeout=180)  # a generous deadline: a loaded machine starts it slowly
         return self
 
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from alerts import services
 from alerts.definition import parse_alert
+from alerts.models import Alert, AlertEvent
 from alerts.notify import signing_secret
 from analytics import rollups
 from integrations.exporters.webhook import verify_signature
@@ -19,8 +20,14 @@ from traces.models import Trace
 
 from ..factories import TeamFactory, TraceFactory
 from ..fakes.server import FakeServer
+from .conftest import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+def _evaluated(alert: Alert) -> Alert:
+    alert.refresh_from_db(fields=["last_value", "last_evaluated_at", "state"])
+    return alert
 
 
 def test_an_alert_fires_and_resolves_within_a_minute(start_worker, settings):
@@ -41,8 +48,9 @@ def test_an_alert_fires_and_resolves_within_a_minute(start_worker, settings):
             queues="reports", TRACERELAY_ALERT_EVALUATE_INTERVAL_S="2", TRACERELAY_ALLOW_PRIVATE_DESTINATIONS="true"
         )
         rollups.record([TraceFactory(team=team, cost=Decimal("0.75"), timestamp=timezone.now() - timedelta(minutes=1))])
-        time.sleep(5)
-        assert not hook.requests  # under the threshold
+        # An evaluation saw the first trace: under the threshold, nothing fired.
+        wait_for(lambda: _evaluated(alert).last_value == Decimal("0.75"), 120, f"an evaluation\n{worker.log_tail()}")
+        assert not hook.requests and not AlertEvent.objects.filter(alert=alert).exists()
         crossed = time.monotonic()
         rollups.record([TraceFactory(team=team, cost=Decimal("0.5"), timestamp=timezone.now())])
         assert hook.wait_for(1, timeout=60), worker.log_tail()
@@ -51,8 +59,12 @@ def test_an_alert_fires_and_resolves_within_a_minute(start_worker, settings):
         assert fired.json()["type"] == "alert.fired" and fired.json()["value"] == 1.25
         assert verify_signature(signing_secret(alert), fired.header("x-tracerelay-signature") or "", fired.content)
         assert took < 60
-        time.sleep(5)
-        assert len(hook.requests) == 1  # once, not again while still over
+        # A later evaluation, still over the threshold: no second event (it would commit with the
+        # evaluation, before its notification is sent), so no second request.
+        (event,) = AlertEvent.objects.filter(alert=alert)
+        later = f"a later evaluation\n{worker.log_tail()}"
+        wait_for(lambda: (_evaluated(alert).last_evaluated_at or event.at) > event.at, 120, later)
+        assert AlertEvent.objects.filter(alert=alert).count() == 1 and len(hook.requests) == 1
         Trace.objects.filter(team=team).delete()
         assert hook.wait_for(2, timeout=60), worker.log_tail()
         assert hook.requests[1].json()["type"] == "alert.resolved"

@@ -9,13 +9,11 @@ from __future__ import annotations
 import io
 import json
 import os
-import queue
 import signal
 import socket
 import stat
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -26,8 +24,11 @@ from tracerelay.cli import main
 
 from accounts.models import ApiKey, Membership, Role, Team, UserToken
 
+from .output import OutputLines
+
 pytestmark = pytest.mark.django_db(transaction=True)
 PASSWORD = "correct horse battery staple"
+WAIT = 120  # seconds: the deadline of a wait for the live server or the tail process, never reached when all is well
 
 
 class Cli:
@@ -66,7 +67,7 @@ def http(method: str, url: str, token: str, body: Any = None) -> int:
     if data is not None:
         request.add_header("Content-Type", "application/json")
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=WAIT) as response:
             return response.status
     except urllib.error.HTTPError as error:
         return error.code
@@ -234,20 +235,21 @@ def test_traces_tail_sees_new_traces_and_ctrl_c_exits_0(cli: Cli, tmp_path: Path
         stderr=subprocess.PIPE,
         text=True,
     )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in tail.stdout], daemon=True).start()  # type: ignore[union-attr]
+    output = OutputLines(tail)
     try:
-        assert "Tailing traces" in tail.stderr.readline()  # type: ignore[union-attr]  # the cursor is taken
+        # Each wait is for what the process says, with a deadline far above what a busy machine needs.
+        output.wait_for("stderr", lambda line: "Tailing traces" in line, timeout=WAIT)  # ready: the cursor is taken
         _post_trace(cli.url, key, service_name="elsewhere", model="other-service")
         _post_trace(cli.url, key, service_name="shop", model="gpt-4o-mini", status="error")
-        seen = json.loads(lines.get(timeout=30))
+        seen = json.loads(output.wait_for("stdout", lambda line: True, timeout=WAIT))
         assert (seen["model"], seen["service_name"], seen["status"]) == ("gpt-4o-mini", "shop", "error")
         tail.send_signal(signal.SIGINT)
-        assert tail.wait(timeout=15) == 0, tail.stderr.read()  # type: ignore[union-attr]
+        assert output.finish(timeout=WAIT) == 0, output.report()
     finally:
         if tail.poll() is None:
             tail.kill()
-    assert lines.empty()  # pure JSON lines: nothing else, and the trace from before the tail was not printed
+    # Read to the end: pure JSON lines, nothing else, and the trace from before the tail was not printed.
+    assert len(output.stdout) == 1, output.report()
 
     # text mode, with the latest one first and a count to stop at
     code, out, _ = cli("traces", "tail", "--service", "shop", "--last", "1", "--count", "1")

@@ -1,4 +1,5 @@
-"""A fake tracerelay server on loopback (http.server in a thread) that checks what the SDK sends.
+"""A fake tracerelay server on loopback (http.server in a thread) that checks what the SDK sends; a
+server that accepts connections and never answers; a port where nothing listens.
 
 It answers like the real one (201 / 200 for one trace, 200 with per-item results for a batch), or
 from `script`, a queue of (status, headers, body) answers given first. With ``gzip=False`` it acts
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import socket
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -125,3 +127,47 @@ class FakeTracerelay:
             handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(payload)
+
+
+class BlackHole:
+    """A server that accepts connections and never answers; `connected` is set at the first one."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.connected = threading.Event()
+        self.held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def __enter__(self) -> BlackHole:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)  # wakes the accept() (close alone does not, on Linux)
+        except OSError:
+            pass
+        self.listener.close()
+        self._thread.join(5)
+        for conn in self.held:
+            conn.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            self.held.append(conn)
+            self.connected.set()
+
+
+def closed_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port

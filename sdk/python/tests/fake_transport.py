@@ -20,9 +20,11 @@ class FakeTransport:
         self.gate: threading.Event | None = None  # when set, requests wait for it (a slow server)
         self.entered = threading.Event()
         self.closed = False
+        self.timeouts: list[float | None] = []  # each request's timeout, as the client gave it
 
-    def request(self, method: str, path: str, body: bytes | None) -> Answer:
+    def request(self, method: str, path: str, body: bytes | None, *, timeout: float | None = None) -> Answer:
         self.entered.set()
+        self.timeouts.append(timeout)
         if self.gate is not None:
             self.gate.wait(10)
         data = json.loads(body) if body else None
@@ -55,7 +57,8 @@ def start_sdk(transport: FakeTransport, **options: Any) -> None:
     tracerelay.init(api_key=KEY, transport=transport, **options)
 
 
-def wait_for(predicate: Any, timeout: float = 5.0) -> bool:
+def wait_for(predicate: Any, timeout: float = 30.0) -> bool:
+    """Poll until `predicate()` holds; the deadline is far above what even a loaded machine needs."""
     import time
 
     deadline = time.monotonic() + timeout

@@ -6,13 +6,12 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import socket
 import time
 
 import openai
 import pytest
 import tracerelay
-from fake_tracerelay import FakeTracerelay
+from fake_tracerelay import BlackHole, FakeTracerelay, closed_port
 from fake_transport import KEY
 from tracerelay._transport import _retry_after
 
@@ -113,47 +112,46 @@ def test_routing_rules_without_a_service_name_are_skipped(
     assert server.received == [] and "service_name" in caplog.text
 
 
-def closed_port() -> int:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
-
-
 def test_with_the_service_down_the_app_runs_on_and_the_traces_are_counted_failed(
-    upstream: FakeUpstream, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from tracerelay import _client
-
-    monkeypatch.setattr(_client.random, "uniform", lambda a, b: 0.01)  # quick backoff: the test's time
     caplog.set_level(logging.WARNING, logger="tracerelay")
-    tracerelay.init(api_key=KEY, base_url=f"http://127.0.0.1:{closed_port()}", batch=True, max_retries=2)
+    tracerelay.init(api_key=KEY, base_url=f"http://127.0.0.1:{closed_port()}", batch=True)
     client = openai.OpenAI(base_url=upstream.url + "/v1", api_key="k", max_retries=0)
     replies = [client.chat.completions.create(model="m", messages=MESSAGES) for _ in range(10)]
     assert all(r.choices[0].message.content == "".join(CHAT_WORDS) for r in replies)
-    assert tracerelay.flush(timeout=10)
+    # The connection is refused: the flush says so at once instead of waiting out its timeout, and
+    # the traces stay queued (the worker keeps retrying them while the app runs).
+    started = time.monotonic()
+    assert tracerelay.flush(timeout=30) is False
+    flushed = time.monotonic() - started
     stats = tracerelay.stats()
-    assert (stats["captured"], stats["failed"], stats["sent"], stats["dropped"]) == (10, 10, 0, 0)
-    assert caplog.text.count("could not deliver") == 1  # once, not once per batch
+    assert (stats["failed"], stats["sent"], stats["captured"] + stats["queued"]) == (0, 0, 10)
+    started = time.monotonic()
+    assert tracerelay.shutdown(timeout=30) is False  # at exit: one attempt, refused, given up at once
+    shut = time.monotonic() - started
+    print(f"refused: flush answered in {flushed:.3f} s, shutdown in {shut:.3f} s (timeouts 30 s)")
+    assert flushed < 5 and shut < 5
+    stats = tracerelay.stats()
+    assert (stats["failed"], stats["sent"], stats["dropped"], stats["queued"]) == (10, 0, 0, 0)
+    assert len(caplog.records) == 1  # one line, not one per batch or per attempt
+    assert "10 trace(s) not sent at exit" in caplog.text and "Connection refused" in caplog.text
 
 
 def test_with_the_service_hanging_a_full_queue_drops_and_counts(upstream: FakeUpstream) -> None:
-    listener = socket.socket()  # accepts connections and never answers
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    try:
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        tracerelay.init(api_key=KEY, base_url=url, max_queue_size=3, timeout=30)
+    with BlackHole() as hole:
+        tracerelay.init(api_key=KEY, base_url=hole.url, max_queue_size=3, timeout=30)
         client = openai.OpenAI(base_url=upstream.url + "/v1", api_key="k", max_retries=0)
         client.chat.completions.create(model="m", messages=MESSAGES)
-        time.sleep(0.2)  # the worker takes the first trace and waits on the server
+        assert hole.connected.wait(30)  # the worker took the first trace and waits on the server
         for _ in range(10):
             client.chat.completions.create(model="m", messages=MESSAGES)
         stats = tracerelay.stats()
         assert (stats["queued"], stats["dropped"]) == (3, 7)
         started = time.monotonic()
         assert tracerelay.shutdown(timeout=0.5) is False  # bounded, as at exit
-        assert time.monotonic() - started < 2
-    finally:
-        listener.close()
+        took = time.monotonic() - started
+    print(f"black hole: shutdown(timeout=0.5) took {took:.3f} s")
+    assert took < 0.5 + 1.5
+    stats = tracerelay.stats()
+    assert (stats["failed"], stats["queued"], stats["sent"]) == (4, 0, 0)  # the one in flight and the 3 queued

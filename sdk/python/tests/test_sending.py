@@ -34,28 +34,26 @@ def test_it_sends_each_trace_at_once_in_immediate_mode(transport: FakeTransport)
 
 def test_batch_mode_waits_for_the_batch_size_then_sends_batches(transport: FakeTransport) -> None:
     start_sdk(transport, batch=True, batch_size=10, flush_interval=60)
-    spans(9)
-    time.sleep(0.2)
-    assert transport.requests == []  # neither the size nor the interval is reached
+    spans(9)  # neither the size nor the interval is reached: nothing goes...
     spans(1)
     assert wait_for(lambda: len(transport.traces) == 10)
-    assert [(m, p) for m, p, _ in transport.requests] == [("POST", "/api/v1/traces/batch")]
+    # ...until the tenth, all ten in one request
+    assert [(m, p, len(d["traces"])) for m, p, d in transport.requests] == [("POST", "/api/v1/traces/batch", 10)]
 
 
 def test_batch_mode_woken_by_the_size_sends_full_batches_only(transport: FakeTransport) -> None:
     start_sdk(transport, batch=True, batch_size=10, flush_interval=60)
     spans(25)
     assert wait_for(lambda: len(transport.traces) == 20)
-    time.sleep(0.2)
     assert [len(data["traces"]) for _, _, data in transport.requests] == [10, 10]
-    assert tracerelay.stats()["queued"] == 5
+    assert tracerelay.stats()["queued"] == 5  # the worker is back to waiting: no partial batch went
     assert tracerelay.flush(timeout=5) and len(transport.traces) == 25
 
 
 def test_batch_mode_sends_on_the_interval(transport: FakeTransport) -> None:
     start_sdk(transport, batch=True, batch_size=100, flush_interval=0.1)
     spans(3)
-    assert wait_for(lambda: len(transport.traces) == 3, timeout=2)
+    assert wait_for(lambda: len(transport.traces) == 3)
     assert len(transport.requests) == 1
 
 
@@ -168,14 +166,114 @@ def test_ids_are_trc_uuid7_hex_time_ordered_and_valid_for_the_server() -> None:
     assert ids[0][:16] <= ids[-1][:16] and len(set(ids)) == 50
 
 
-def test_shutdown_is_bounded_when_the_server_hangs(transport: FakeTransport) -> None:
-    transport.gate = threading.Event()
+def test_shutdown_is_bounded_when_the_server_hangs_and_counts_what_it_gives_up(transport: FakeTransport) -> None:
+    transport.gate = threading.Event()  # requests hang (and this transport cannot be cut short)
     start_sdk(transport)
     spans(3)
+    assert transport.entered.wait(30)
     started = time.monotonic()
     assert tracerelay.shutdown(timeout=0.3) is False
     assert time.monotonic() - started < 1.5
-    transport.gate.set()
+    stats = tracerelay.stats()
+    assert (stats["failed"], stats["sent"], stats["queued"]) == (3, 0, 0)  # in flight and queued, each once
+    worker = tracerelay._last_stats["client"]._thread
+    transport.gate.set()  # the stuck request ends after all: the counts given at shutdown stand
+    worker.join(30)
+    assert not worker.is_alive()
+    assert (tracerelay.stats()["failed"], tracerelay.stats()["sent"]) == (3, 0)
+
+
+UNREACHABLE = Answer(0, error="ConnectionRefusedError: [Errno 111] Connection refused", unreachable=True)
+
+
+def test_the_default_shutdown_timeout_is_two_seconds(transport: FakeTransport) -> None:
+    start_sdk(transport)
+    from tracerelay import _state
+
+    assert _state.client is not None and _state.client.config.shutdown_timeout == 2.0
+
+
+def test_a_flush_fails_at_once_when_the_server_is_unreachable_and_keeps_the_traces(
+    transport: FakeTransport,
+) -> None:
+    transport.answers.append(UNREACHABLE)
+    start_sdk(transport, batch=True, flush_interval=60)
+    spans(3)
+    started = time.monotonic()
+    assert tracerelay.flush(timeout=30) is False  # nothing to wait for
+    assert time.monotonic() - started < 10
+    assert (tracerelay.stats()["failed"], tracerelay.stats()["sent"]) == (0, 0)  # kept for the next attempt
+    assert tracerelay.flush(timeout=30)  # the server is back: a new flush tries at once, no backoff wait
+    assert (tracerelay.stats()["sent"], len(transport.requests)) == (3, 2)
+
+
+def test_a_flush_tries_at_once_instead_of_waiting_out_a_backoff(transport: FakeTransport) -> None:
+    transport.answers.append(Answer(503, retry_after=60))
+    start_sdk(transport)
+    spans(1)
+    assert wait_for(lambda: tracerelay.stats()["retries"] == 1, timeout=30)  # waiting 60 s to try again
+    started = time.monotonic()
+    assert tracerelay.flush(timeout=30)
+    assert time.monotonic() - started < 10 and len(transport.requests) == 2
+
+
+def test_a_flush_that_cannot_finish_in_time_says_so_at_once(transport: FakeTransport) -> None:
+    transport.answers.extend([Answer(503, retry_after=60), Answer(429, retry_after=60)])
+    start_sdk(transport)
+    spans(1)
+    assert wait_for(lambda: tracerelay.stats()["retries"] == 1, timeout=30)
+    started = time.monotonic()
+    # One attempt at once (a 429 asking for 60 s), and 60 s is past the flush's 30: False now, not in 30 s.
+    assert tracerelay.flush(timeout=30) is False
+    assert time.monotonic() - started < 10 and len(transport.requests) == 2
+    assert tracerelay.stats()["failed"] == 0
+    assert tracerelay.flush(timeout=30) and tracerelay.stats()["sent"] == 1
+
+
+def test_at_exit_each_pending_batch_gets_one_attempt_without_backoff(
+    transport: FakeTransport, caplog: pytest.LogCaptureFixture
+) -> None:
+    transport.answers.extend([Answer(503, retry_after=60)] * 4)
+    start_sdk(transport, batch=True, batch_size=10, flush_interval=60)
+    spans(25)
+    assert wait_for(lambda: tracerelay.stats()["retries"] == 1, timeout=30)  # the first batch waits 60 s
+    started = time.monotonic()
+    assert tracerelay.shutdown(timeout=5) is False
+    assert time.monotonic() - started < 4
+    # The first batch once more, then the second and the rest: one attempt each, none waited for.
+    assert [len(data["traces"]) for _, _, data in transport.requests] == [10, 10, 10, 5]
+    assert all(timeout is not None and timeout <= 5 for timeout in transport.timeouts[1:])  # within the deadline
+    stats = tracerelay.stats()
+    assert (stats["failed"], stats["sent"], stats["queued"]) == (25, 0, 0)
+    (record,) = [r for r in caplog.records if r.name == "tracerelay"]
+    assert "25 trace(s) not sent at exit" in record.getMessage() and "answered 503" in record.getMessage()
+
+
+def test_at_exit_an_unreachable_server_drops_the_rest_at_once(
+    transport: FakeTransport, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_client.random, "uniform", lambda a, b: 60.0)  # backoffs far longer than the test
+    transport.answers.extend([UNREACHABLE, UNREACHABLE])
+    start_sdk(transport, batch=True, batch_size=10, flush_interval=60)
+    spans(25)
+    assert wait_for(lambda: tracerelay.stats()["retries"] == 1, timeout=30)
+    started = time.monotonic()
+    assert tracerelay.shutdown(timeout=30) is False
+    assert time.monotonic() - started < 10
+    assert [len(data["traces"]) for _, _, data in transport.requests] == [10, 10]  # the rest never tried
+    stats = tracerelay.stats()
+    assert (stats["failed"], stats["captured"], stats["sent"], stats["queued"]) == (25, 10, 0, 0)
+    (record,) = [r for r in caplog.records if r.name == "tracerelay"]
+    assert record.levelno == logging.WARNING
+    assert "25 trace(s) not sent at exit" in record.getMessage() and "Connection refused" in record.getMessage()
+
+
+def test_at_exit_a_working_server_gets_everything(transport: FakeTransport, caplog: pytest.LogCaptureFixture) -> None:
+    start_sdk(transport, batch=True, batch_size=10, flush_interval=60)
+    spans(25)
+    assert tracerelay.shutdown() is True
+    assert (tracerelay.stats()["sent"], len(transport.traces)) == (25, 25)
+    assert not [r for r in caplog.records if r.name == "tracerelay" and r.levelno >= logging.WARNING]
 
 
 def test_debug_logs_what_is_sent_with_the_key_masked(

@@ -26,7 +26,7 @@ class Config:
     compress: bool = True
     timeout: float = 10.0
     max_retries: int = 5
-    shutdown_timeout: float = 5.0
+    shutdown_timeout: float = 2.0
     capture_content: bool = True
     inject_stream_usage: bool = True
     tags: list[str] = field(default_factory=list)
