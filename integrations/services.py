@@ -358,6 +358,12 @@ def edited_config_check(
         raise InvalidIntegration({k: [ADDRESS_CHANGED] if k in left_out else v for k, v in exc.errors.items()})
     if not left_out:
         return result
-    unsent = ", ".join(sorted(secret.removeprefix("config.") for secret in left_out))
-    note = f" The stored {unsent} {'was' if len(left_out) == 1 else 'were'} not sent: the address changed."
+    unsent = ", ".join(_secret_words(secret.removeprefix("config.")) for secret in sorted(left_out))
+    note = f" Stored secrets not sent: the address changed ({unsent}); type them to test with them."
     return replace(result, message=result.message.rstrip() + note)
+
+
+def _secret_words(name: str) -> str:
+    """``headers.Authorization`` → "Authorization header"; a field's name as it is."""
+    field, _, header = name.partition(".")
+    return f"{header} header" if header else field
