@@ -197,6 +197,8 @@ def test_the_webhook_ping_at_a_new_address_is_signed_with_the_typed_secret_only(
         pings = list(fake.requests)
 
     assert unsigned.status_code == 200 and typed.status_code == 200
+    assert "bad signature" in unsigned.context["check"]["message"]  # the receiver wanted one: none was sent
+    assert "accepted a signed ping" in typed.context["check"]["message"]
     assert pings[0].header("x-tracerelay-signature") is None
     assert pings[0].header("authorization") is None
     assert typed.context["check"]["ok"] is True, typed.context["check"]  # the receiver checked the signature
