@@ -198,7 +198,7 @@ def config_patch(integration: Integration, patch: Mapping[str, Any]) -> ConfigPa
                 merged.pop(key, None)
             merged[name] = value
     kept = [name for name in stored if name != "headers" and name not in given and name in merged]
-    patched_headers = patch_headers(patch, canonical)
+    patched_headers = _patch_headers(patch, canonical)
     for header, value in (stored.get("headers") or {}).items():
         if patched_headers is None:
             kept.append(f"headers.{header}")  # headers left out: all of them stay
@@ -208,7 +208,7 @@ def config_patch(integration: Integration, patch: Mapping[str, Any]) -> ConfigPa
     return ConfigPatch(config=merged, kept_secrets=tuple(sorted(kept)), moved=moved)
 
 
-def patch_headers(patch: Mapping[str, Any], canonical: Mapping[str, str]) -> Mapping[str, Any] | None:
+def _patch_headers(patch: Mapping[str, Any], canonical: Mapping[str, str]) -> Mapping[str, Any] | None:
     """The ``headers`` a patch gives (an empty mapping when it removes them), or None when it leaves them out."""
     for key, value in patch.items():
         if canonical.get(key, key) == "headers":

@@ -252,7 +252,7 @@ class IntegrationForm(forms.Form):
         message next to its field; one that names no field goes on top of the form."""
         for key, messages in flatten(errors):
             head, _, rest = key.partition(".")
-            field, _, part = rest.partition(".")
+            part = rest.partition(".")[2]
             if head == "config" and part:  # one header of the headers field: say which
                 messages = [f"{part}: {message}" for message in messages]
             self.add_error(self._field_for(key), messages)
