@@ -3,7 +3,8 @@
 GET    /api/v1/integrations                 list (secrets masked)
 POST   /api/v1/integrations                 create
 GET    /api/v1/integrations/{id}            one
-PATCH  /api/v1/integrations/{id}            change; a secret left out keeps its value
+PATCH  /api/v1/integrations/{id}            change; a secret left out keeps its value, unless an
+                                             address changes: then every stored secret is given again
 DELETE /api/v1/integrations/{id}            delete
 POST   /api/v1/integrations/{id}/test       real connection check → {ok, message, status_code, latency_ms}
 POST   /api/v1/integrations/test            the same for an unsaved {platform, config}
@@ -206,7 +207,12 @@ class IntegrationDetail(APIView):
         operation_id="integrations_partial_update",
         summary="Change an integration",
         description="Fields left out stay as they are. In `config`, keys given replace, `null` removes one, "
-        "and a secret left out (or sent back masked) keeps its stored value. The platform cannot change.",
+        "and a secret left out (or sent back masked) keeps its stored value. The platform cannot change. "
+        "A stored secret only goes to the address it was saved with: a PATCH that changes an address "
+        "field (webhook `url`, `host`, `endpoint`, Helicone's `apiUrl`, Datadog's `site`; a trailing "
+        "slash, a default port or the host's case is no change) must give every stored secret and "
+        "credential header again (or remove it), else a 400 names each one "
+        '(`config.secretKey`, `config.headers.Authorization`: "Give the secret again: the address changed").',
         request=IntegrationPatchSerializer,
         responses={200: IntegrationOutSerializer, **problem_responses(400, 401, 403, 404, 409, 415)},
     )

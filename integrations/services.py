@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -22,11 +22,12 @@ from config.crypto import decrypt_json, encrypt_json, mask
 from config.problems import InvalidInput
 
 from .exporters.base import CheckResult, ConfigError, Target
-from .exporters.configs import Field, is_sensitive_header, split_secrets
+from .exporters.configs import URL_KINDS, Field, is_sensitive_header, split_secrets
 from .models import Integration, default_retry_policy
 from .outbound import guarded_transport
 from .registry import canonical_platform, exporter_class, platform_names
 from .selectors import full_config, target_for
+from .urlguard import ADDRESS_CHANGED, same_address
 
 log = logging.getLogger(__name__)
 
@@ -136,20 +137,54 @@ def integration_create(*, team_id: int, data: IntegrationInput, actor: str) -> I
     return integration
 
 
-def merged_config(integration: Integration, patch: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ConfigPatch:
+    """A PATCH of ``config`` laid over the stored one (not yet cleaned).
+
+    ``kept_secrets``: the stored secrets the patch keeps without giving them (left out, or sent back
+    masked), as ``secretKey`` or ``headers.Authorization``; ``moved``: the address fields
+    (`Field.is_address`) whose value changes, cosmetic differences aside (`urlguard.same_address`).
+    """
+
+    config: dict[str, Any]
+    kept_secrets: tuple[str, ...]
+    moved: tuple[str, ...]
+
+    def secrets_to_give_again(self) -> dict[str, list[str]]:
+        """The rule that keeps a stored secret with its address: when the address changes, every
+        secret the patch kept must be given again in it (GitLab and GitHub ask the same)."""
+        return {f"config.{name}": [ADDRESS_CHANGED] for name in self.kept_secrets} if self.moved else {}
+
+    def without_kept_secrets(self) -> dict[str, Any]:
+        """The config with only the secrets the patch gave: what may go to a new address."""
+        config = dict(self.config)
+        for name in self.kept_secrets:
+            field, _, header = name.partition(".")
+            if header:
+                config[field] = {h: v for h, v in (config.get(field) or {}).items() if h.lower() != header.lower()}
+            else:
+                config.pop(field, None)
+        return config
+
+
+def config_patch(integration: Integration, patch: Mapping[str, Any]) -> ConfigPatch:
     """PATCH semantics for ``config``: keys given replace, ``null`` removes, keys left out stay;
     a secret (or credential header) left out or sent back as its masked form keeps its value."""
     fields = _fields(integration.platform)
     canonical = {spelling: f.name for f in fields for spelling in f.spellings()}
     secret_names = {f.name for f in fields if f.secret}
     current = full_config(integration)
+    stored = decrypt_json(integration.secrets)
     merged = dict(current)
+    given: set[str] = set()
     for key, value in patch.items():
         name = canonical.get(key, key)
+        given.add(name)
         if value is None:
             merged.pop(name, None)
         elif name in secret_names and isinstance(value, str) and name in current and value == mask(str(current[name])):
             merged[name] = current[name]
+            given.discard(name)  # sent back masked: kept, not given
         elif name == "headers" and isinstance(value, Mapping):
             old = {k.lower(): v for k, v in (current.get("headers") or {}).items()}
             merged["headers"] = {
@@ -162,15 +197,47 @@ def merged_config(integration: Integration, patch: Mapping[str, Any]) -> dict[st
             if name != key:
                 merged.pop(key, None)
             merged[name] = value
-    return merged
+    kept = [name for name in stored if name != "headers" and name not in given and name in merged]
+    patched_headers = _patch_headers(patch, canonical)
+    for header, value in (stored.get("headers") or {}).items():
+        if patched_headers is None:
+            kept.append(f"headers.{header}")  # headers left out: all of them stay
+        elif any(h.lower() == header.lower() and v == mask(str(value)) for h, v in patched_headers.items()):
+            kept.append(f"headers.{header}")
+    moved = tuple(f.name for f in fields if f.is_address and not _same_value(f, current, merged))
+    return ConfigPatch(config=merged, kept_secrets=tuple(sorted(kept)), moved=moved)
+
+
+def _patch_headers(patch: Mapping[str, Any], canonical: Mapping[str, str]) -> Mapping[str, Any] | None:
+    """The ``headers`` a patch gives (an empty mapping when it removes them), or None when it leaves them out."""
+    for key, value in patch.items():
+        if canonical.get(key, key) == "headers":
+            return value if isinstance(value, Mapping) else {}
+    return None
+
+
+def _same_value(f: Field, before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    def value(config: Mapping[str, Any]) -> str | None:
+        raw = config.get(f.name)
+        if raw is None or (isinstance(raw, str) and not raw.strip()):
+            raw = f.default
+        return None if raw is None else str(raw)
+
+    first, second = value(before), value(after)
+    if f.kind in URL_KINDS:
+        return same_address(first, second)
+    return (first or "").strip().lower() == (second or "").strip().lower()
 
 
 def integration_update(*, integration: Integration, changes: Mapping[str, Any], actor: str) -> Integration:
-    """Apply a PATCH. ``changes`` holds only the fields the client sent."""
+    """Apply a PATCH. ``changes`` holds only the fields the client sent. A config whose address
+    changes must give every stored secret again (`ConfigPatch.secrets_to_give_again`)."""
     if "platform" in changes and canonical_platform(str(changes["platform"])) != integration.platform:
         raise InvalidIntegration({"platform": ["the platform cannot change; create a new integration instead"]})
     before_secrets = decrypt_json(integration.secrets)
+    before_config = dict(integration.config or {})
     changed: list[str] = []
+    address_changed: dict[str, dict[str, Any]] = {}
     if "name" in changes and changes["name"] != integration.name:
         _check_name(changes["name"], integration.platform)
         if (
@@ -182,9 +249,13 @@ def integration_update(*, integration: Integration, changes: Mapping[str, Any], 
         integration.name = changes["name"]
         changed.append("name")
     if "config" in changes:
-        cleaned = clean_platform_config(integration.platform, merged_config(integration, changes["config"]))
+        patch = config_patch(integration, changes["config"])
+        cleaned = _cleaned_patch(integration.platform, patch)
         _store_config(integration, cleaned)
         changed.append("config")
+        address_changed = {
+            name: {"from": before_config.get(name), "to": integration.config.get(name)} for name in patch.moved
+        }
     for key in ("default_tags", "metadata_mapping", "timeout_s", "enabled"):
         if key in changes:
             setattr(integration, key, changes[key])
@@ -207,10 +278,28 @@ def integration_update(*, integration: Integration, changes: Mapping[str, Any], 
             actor=actor,
             action="integration.update",
             target=integration.name,
-            data={"id": integration.pk, "changed": changed, "secrets_changed": secrets_changed},
+            data={
+                "id": integration.pk,
+                "changed": changed,
+                "secrets_changed": secrets_changed,
+                "address_changed": address_changed,
+            },
         )
         invalidation.publish(invalidation.INTEGRATIONS, integration.team_id)
     return integration
+
+
+def _cleaned_patch(platform: str, patch: ConfigPatch) -> dict[str, Any]:
+    """The patched config cleaned, or `InvalidIntegration` with every problem at once: the secrets
+    to give again (first, so the problem's detail quotes one) and the config's own."""
+    errors = patch.secrets_to_give_again()
+    try:
+        cleaned = clean_platform_config(platform, patch.config)
+    except InvalidIntegration as exc:
+        raise InvalidIntegration({**errors, **{k: errors.get(k, []) + v for k, v in exc.errors.items()}})
+    if errors:
+        raise InvalidIntegration(errors)
+    return cleaned
 
 
 def integration_delete(*, integration: Integration, actor: str) -> None:
@@ -242,9 +331,39 @@ def integration_check(*, integration: Integration) -> CheckResult:
 
 
 def config_check(*, platform: str, name: str, config: Mapping[str, Any], timeout_s: float) -> CheckResult:
-    """Test a config before saving it (the dashboard's "test connection" on the add form)."""
+    """Test a config before saving it (the add form's "Test connection", `POST /integrations/test`)."""
     canonical = canonical_platform(platform)
     if canonical is None:
         raise InvalidIntegration({"platform": [f"unknown platform {platform!r}"]})
     cleaned = clean_platform_config(canonical, config)
     return check_target(Target(platform=canonical, name=name or canonical, config=cleaned, timeout_s=timeout_s))
+
+
+def edited_config_check(
+    *, integration: Integration, patch: Mapping[str, Any], name: str, timeout_s: float
+) -> CheckResult:
+    """The edit form's "Test connection": the typed config over the stored one, not saved. At the
+    stored address the stored secrets fill in what was left blank; at a changed address only the
+    secrets typed are sent (a stored one never goes to an unsaved address), and a required one not
+    typed is a form error asking for it."""
+    merged = config_patch(integration, patch)
+    if not merged.moved:
+        return config_check(platform=integration.platform, name=name, config=merged.config, timeout_s=timeout_s)
+    left_out = {f"config.{secret}" for secret in merged.kept_secrets}
+    try:
+        result = config_check(
+            platform=integration.platform, name=name, config=merged.without_kept_secrets(), timeout_s=timeout_s
+        )
+    except InvalidIntegration as exc:
+        raise InvalidIntegration({k: [ADDRESS_CHANGED] if k in left_out else v for k, v in exc.errors.items()})
+    if not left_out:
+        return result
+    unsent = ", ".join(_secret_words(secret.removeprefix("config.")) for secret in sorted(left_out))
+    note = f" Stored secrets not sent: the address changed ({unsent}); type them to test with them."
+    return replace(result, message=result.message.rstrip() + note)
+
+
+def _secret_words(name: str) -> str:
+    """``headers.Authorization`` → "Authorization header"; a field's name as it is."""
+    field, _, header = name.partition(".")
+    return f"{header} header" if header else field

@@ -249,6 +249,45 @@ def url_refusal(url: str) -> str | None:
     return None
 
 
+DEFAULT_PORTS = {"http": 80, "https": 443}
+# A stored secret only goes to the address it was saved with: a change of address must give each
+# one again (integrations' config, proxy upstreams). The message on each secret not given.
+ADDRESS_CHANGED = "Give the secret again: the address changed"
+
+
+def comparable_url(url: str) -> str:
+    """``url`` with its cosmetic differences taken out, to tell whether an address changed: the
+    scheme and host in lower case (IDNA-mapped, no trailing dot, an address literal in its
+    canonical form), no default port, no trailing slash, no fragment. Anything else counts (the
+    path too: two paths of one host can be two receivers). Text that is no URL is only stripped."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+        host = _host_name(parts.hostname or "")
+        literal = literal_address(host) if host else None
+    except (ValueError, UnsafeDestination):
+        return text
+    if not parts.scheme or not host:
+        return text
+    scheme = parts.scheme.lower()
+    if literal is not None:
+        host = f"[{literal}]" if literal.version == 6 else str(literal)
+    userinfo = parts.netloc.rpartition("@")[0]
+    netloc = f"{userinfo}@{host}" if userinfo else host
+    if port is not None and port != DEFAULT_PORTS.get(scheme):
+        netloc += f":{port}"
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}{query}"
+
+
+def same_address(first: str | None, second: str | None) -> bool:
+    """Whether two URLs name the same address once normalised (`comparable_url`); None is no address."""
+    if first is None or second is None:
+        return first is second
+    return comparable_url(first) == comparable_url(second)
+
+
 def forget_resolutions() -> None:
     """Drop cached resolutions (tests; a re-pointed name is then looked up again at once)."""
     _addresses.clear()

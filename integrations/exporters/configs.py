@@ -24,6 +24,7 @@ RESERVED_HEADERS = frozenset(
 # A header whose name contains one of these carries a credential: stored encrypted, shown masked.
 SENSITIVE_HEADER_WORDS = ("auth", "key", "token", "secret", "password", "cookie", "session", "signature", "credential")
 MAX_HEADERS = 50
+URL_KINDS = ("url", "base_url")
 
 
 def is_sensitive_header(name: str) -> bool:
@@ -34,7 +35,8 @@ def is_sensitive_header(name: str) -> bool:
 @dataclass(frozen=True)
 class Field:
     """One config field. ``kind``: str, url (used as given), base_url (API paths get appended),
-    headers, choice, bool."""
+    headers, choice, bool. ``address``: a field that says where requests go without being a URL
+    (Datadog's ``site``); URL fields always do (`is_address`)."""
 
     name: str
     kind: str = "str"
@@ -47,6 +49,12 @@ class Field:
     pattern_hint: str = ""
     max_length: int = 500
     help: str = ""
+    address: bool = False
+
+    @property
+    def is_address(self) -> bool:
+        """Whether changing this field sends the integration's requests (and secrets) elsewhere."""
+        return self.address or self.kind in URL_KINDS
 
     def spellings(self) -> list[str]:
         snake = re.sub(r"(?<!^)(?=[A-Z])", "_", self.name).lower()

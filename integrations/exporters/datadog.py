@@ -114,7 +114,7 @@ class DatadogExporter(HttpExporter):
     max_batch = 100
     fields: ClassVar[tuple[Field, ...]] = (
         Field("apiKey", required=True, secret=True, max_length=200),
-        Field("site", "choice", default="datadoghq.com", choices=SITES),
+        Field("site", "choice", default="datadoghq.com", choices=SITES, address=True),
         Field(
             "mlApp",
             required=True,

@@ -1,6 +1,7 @@
 """Adding and editing an integration: a platform picker, then that platform's form. The form's
 document goes through the API's serializers and the same services (`integration_create`,
-`integration_update`, `config_check`), so a page refuses exactly what the API refuses."""
+`integration_update`, `config_check`, `edited_config_check`), so a page refuses exactly what the
+API refuses."""
 
 from __future__ import annotations
 
@@ -135,18 +136,25 @@ def _go(request: DashboardRequest, integration: Integration) -> HttpResponse:
 
 
 def _tested(request: DashboardRequest, form: IntegrationForm, data: dict[str, Any]) -> HttpResponse:
-    """ "Test connection" on the form: the typed config (stored secrets where left blank), not saved."""
+    """ "Test connection" on the form: the typed config, not saved. On the edit form the stored
+    secrets fill in what was left blank, but only while the address stays the same."""
     integration: Integration | None = form.integration
     config = data.get("config", {})
-    if integration is not None:
-        config = services.merged_config(integration, config)
     try:
-        result = services.config_check(
-            platform=form.platform,
-            name=data.get("name") or (integration.name if integration else form.platform),
-            config=config,
-            timeout_s=float(data.get("timeout_s") or (integration.timeout_s if integration else 10.0)),
-        )
+        if integration is None:
+            result = services.config_check(
+                platform=form.platform,
+                name=data.get("name") or form.platform,
+                config=config,
+                timeout_s=float(data.get("timeout_s") or 10.0),
+            )
+        else:
+            result = services.edited_config_check(
+                integration=integration,
+                patch=config,
+                name=data.get("name") or integration.name,
+                timeout_s=float(data.get("timeout_s") or integration.timeout_s),
+            )
     except services.InvalidIntegration as exc:
         form.add_errors(exc.errors)
         return _form_page(request, form, status=400)

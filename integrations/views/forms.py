@@ -24,6 +24,8 @@ CONFIG = "config_"  # form field prefix of a platform config field
 CLEAR = "__clear"  # suffix of the "remove the stored secret" box of an optional secret
 RETRY = "retry_"  # form field prefix of a retry policy field
 WORDS = {"api": "API", "url": "URL", "id": "ID", "ml": "ML", "uri": "URI"}
+# On an address field of an integration holding secrets (services.ConfigPatch.secrets_to_give_again).
+ADDRESS_HELP = "Changing it asks for the stored secrets again: they only go to the address they were saved with."
 # The keys of an error document (the serializers' and services') → the form field they belong to.
 ENVELOPE = ("name", "default_tags", "metadata_mapping", "timeout_s", "enabled")
 
@@ -107,7 +109,10 @@ class IntegrationForm(forms.Form):
         stored = set(secrets_set(integration)) if integration else set()
         shown = public_config(integration) if integration else {}
         for f in self.schema:
-            self.fields[CONFIG + f.name] = self._config_field(f, f.name in stored, shown.get(f.name))
+            field = self._config_field(f, f.name in stored, shown.get(f.name))
+            if stored and f.is_address:
+                field.help_text = (field.help_text + " " if field.help_text else "") + ADDRESS_HELP
+            self.fields[CONFIG + f.name] = field
             if f.secret and not f.required and f.name in stored:
                 self.fields[CONFIG + f.name + CLEAR] = forms.BooleanField(
                     label=f"Remove the stored {field_label(f.name).lower()}", required=False
@@ -246,6 +251,10 @@ class IntegrationForm(forms.Form):
         """An error document (DRF's nested one, or a service's ``{"config.url": [...]}``) → each
         message next to its field; one that names no field goes on top of the form."""
         for key, messages in flatten(errors):
+            head, _, rest = key.partition(".")
+            part = rest.partition(".")[2]
+            if head == "config" and part:  # one header of the headers field: say which
+                messages = [f"{part}: {message}" for message in messages]
             self.add_error(self._field_for(key), messages)
 
     def _field_for(self, key: str) -> str | None:

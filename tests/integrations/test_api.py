@@ -217,12 +217,41 @@ def test_a_non_json_body_is_a_415(api) -> None:
 def test_patch_without_the_secret_keeps_it(api, team) -> None:
     integration_id = create(api).json()["id"]
 
+    response = api.patch(f"{URL}/{integration_id}", {"config": {"publicKey": "pk-lf-other"}}, format="json")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["config"]["publicKey"] == "pk-lf-other"
+    row = Integration.objects.get(pk=integration_id)
+    assert decrypt_json(row.secrets) == {"secretKey": "sk-lf-0123456789abcdef"}
+
+
+def test_patch_of_the_host_without_the_secret_is_refused_and_changes_nothing(api, team) -> None:
+    integration_id = create(api).json()["id"]
+
     response = api.patch(f"{URL}/{integration_id}", {"config": {"host": "http://127.0.0.1:3001"}}, format="json")
+
+    body = assert_problem(response, 400)
+    assert body["errors"] == {"config.secretKey": ["Give the secret again: the address changed"]}
+    row = Integration.objects.get(pk=integration_id)
+    assert row.config["host"] == "http://127.0.0.1:3000"
+    assert decrypt_json(row.secrets) == {"secretKey": "sk-lf-0123456789abcdef"}
+    assert not AuditEvent.objects.filter(team=team, action="integration.update").exists()
+
+
+def test_patch_of_the_host_with_the_secret_given_again_moves_it(api, team) -> None:
+    integration_id = create(api).json()["id"]
+
+    response = api.patch(
+        f"{URL}/{integration_id}",
+        {"config": {"host": "http://127.0.0.1:3001", "secretKey": "sk-lf-0123456789abcdef"}},
+        format="json",
+    )
 
     assert response.status_code == 200, response.content
     assert response.json()["config"]["host"] == "http://127.0.0.1:3001"
-    row = Integration.objects.get(pk=integration_id)
-    assert decrypt_json(row.secrets) == {"secretKey": "sk-lf-0123456789abcdef"}
+    event = AuditEvent.objects.get(team=team, action="integration.update")
+    assert event.data["address_changed"] == {"host": {"from": "http://127.0.0.1:3000", "to": "http://127.0.0.1:3001"}}
+    assert event.data["secrets_changed"] == []
 
 
 def test_patch_with_the_masked_secret_sent_back_keeps_it(api) -> None:

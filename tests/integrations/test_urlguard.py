@@ -171,3 +171,49 @@ def test_url_refusal_is_the_message_every_entry_point_shows() -> None:
     assert urlguard.url_refusal("http://0xa9fea9fe/") == (
         "This URL may not be used: 0xa9fea9fe (= 169.254.169.254) is a cloud metadata address."
     )
+
+
+# --- same_address: is a changed URL another address? -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "first,second",
+    [
+        ("https://cloud.langfuse.com", "https://cloud.langfuse.com/"),
+        ("https://cloud.langfuse.com", "HTTPS://Cloud.Langfuse.COM"),
+        ("https://cloud.langfuse.com", "https://cloud.langfuse.com:443/"),
+        ("http://collector:4318/v1/traces", "http://COLLECTOR:4318/v1/traces/"),
+        ("http://collector/v1/traces", "http://collector:80/v1/traces"),
+        ("http://collector./v1", "http://collector/v1"),
+        ("http://[::1]:8080/x", "http://[0:0:0:0:0:0:0:1]:8080/x"),
+        ("https://hooks.example.com/x#part", "https://hooks.example.com/x"),
+        (" https://hooks.example.com/x ", "https://hooks.example.com/x"),
+        ("https://bücher.example/x", "https://xn--bcher-kva.example/x"),
+    ],
+)
+def test_a_cosmetic_difference_is_the_same_address(first: str, second: str) -> None:
+    assert urlguard.same_address(first, second)
+
+
+@pytest.mark.parametrize(
+    "first,second",
+    [
+        ("https://cloud.langfuse.com", "https://us.cloud.langfuse.com"),
+        ("https://cloud.langfuse.com", "http://cloud.langfuse.com"),  # another scheme: another port
+        ("https://cloud.langfuse.com", "https://cloud.langfuse.com:8443"),
+        ("http://collector:4318", "http://collector:443"),
+        ("https://webhook.site/aaaa", "https://webhook.site/bbbb"),  # one host, two receivers
+        ("https://hooks.example.com/x", "https://hooks.example.com/X"),  # paths are case-sensitive
+        ("https://hooks.example.com/x?to=a", "https://hooks.example.com/x?to=b"),
+        ("https://hooks.example.com/x", "https://hooks.example.com.evil.test/x"),
+        ("https://hooks.example.com/x", None),
+        ("not a url", "not a url either"),
+    ],
+)
+def test_another_host_port_scheme_path_or_query_is_another_address(first: str, second: str | None) -> None:
+    assert not urlguard.same_address(first, second)
+    assert not urlguard.same_address(second, first)
+
+
+def test_no_address_is_the_same_as_no_address() -> None:
+    assert urlguard.same_address(None, None)

@@ -19,13 +19,16 @@ from .services import (
     upstream_update,
 )
 
+# The services' error keys → this form's fields, where they differ.
+ADMIN_FIELDS = {"api_key": "new_api_key"}
+
 
 class UpstreamForm(forms.ModelForm):
     new_api_key = forms.CharField(
         required=False,
         label="Provider key",
         widget=forms.PasswordInput(render_value=False),
-        help_text="Leave empty to keep the stored key. Stored encrypted.",
+        help_text="Leave empty to keep the stored key (type it again when the base URL changes). Stored encrypted.",
     )
     remove_api_key = forms.BooleanField(required=False, label="Remove the stored key")
     headers = forms.JSONField(
@@ -53,7 +56,11 @@ class UpstreamForm(forms.ModelForm):
         try:
             check_changes(probe, self.changes())
         except InvalidUpstream as exc:
-            for field, messages in exc.errors.items():
+            for key, messages in exc.errors.items():
+                field, _, header = key.partition(".")
+                field = ADMIN_FIELDS.get(field, field)
+                if header:  # a credential header ("headers.authorization"): say which
+                    messages = [f"{header}: {message}" for message in messages]
                 self.add_error(field if field in self.fields else None, messages)
         return cleaned
 

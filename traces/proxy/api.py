@@ -3,7 +3,8 @@
 GET    /api/v1/upstreams          list (provider keys and credential headers masked)
 POST   /api/v1/upstreams          create
 GET    /api/v1/upstreams/{id}     one
-PATCH  /api/v1/upstreams/{id}     change; a key or credential header sent back masked keeps its value
+PATCH  /api/v1/upstreams/{id}     change; a key or credential header sent back masked keeps its value,
+                                  unless base_url changes: then every stored secret is given again
 DELETE /api/v1/upstreams/{id}     delete
 
 Reading needs the integrations:read scope (production and development keys); writing needs
@@ -186,7 +187,11 @@ class UpstreamDetail(APIView):
         operation_id="upstreams_partial_update",
         summary="Change a proxy upstream",
         description="Fields left out stay as they are. `api_key` sent back masked keeps the stored key; "
-        '`""` or null removes it. `headers` replaces the whole set (masked values keep theirs).',
+        '`""` or null removes it. `headers` replaces the whole set (masked values keep theirs). '
+        "A stored secret only goes to the address it was saved with: a PATCH that changes `base_url` "
+        "(a trailing slash, a default port or the host's case is no change) must give the stored "
+        "`api_key` and every stored credential header again (or remove them), else a 400 names each "
+        'one (`api_key`, `headers.authorization`: "Give the secret again: the address changed").',
         request=UpstreamPatchSerializer,
         responses={200: UpstreamOutSerializer, **problem_responses(400, 401, 403, 404, 409, 415)},
     )

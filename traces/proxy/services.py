@@ -20,7 +20,7 @@ from config import invalidation
 from config.crypto import encrypt_json, mask
 from config.problems import InvalidInput
 from integrations.exporters.configs import is_sensitive_header
-from integrations.urlguard import url_refusal
+from integrations.urlguard import ADDRESS_CHANGED, same_address, url_refusal
 
 from .models import Upstream, UpstreamKind
 from .upstreams import stored_secrets
@@ -77,8 +77,11 @@ def upstream_create(*, team_id: int, data: UpstreamInput, actor: str) -> Upstrea
 
 def upstream_update(*, upstream: Upstream, changes: Mapping[str, Any], actor: str) -> Upstream:
     """Apply a PATCH: ``changes`` holds only the fields sent. A key or credential header sent back
-    in its masked form keeps its stored value; ``api_key: ""`` (or null) removes the key."""
+    in its masked form keeps its stored value; ``api_key: ""`` (or null) removes the key. A new
+    ``base_url`` must come with every stored secret given again (`_apply`)."""
+    before = upstream.base_url
     _apply(upstream, changes)
+    moved = not same_address(before, upstream.base_url)
     with transaction.atomic():
         _save(upstream)
         audit(
@@ -86,7 +89,11 @@ def upstream_update(*, upstream: Upstream, changes: Mapping[str, Any], actor: st
             actor=actor,
             action="upstream.update",
             target=upstream.name,
-            data={**_audit_data(upstream), "changed": sorted(changes)},
+            data={
+                **_audit_data(upstream),
+                "changed": sorted(changes),
+                "address_changed": {"base_url": {"from": before, "to": upstream.base_url}} if moved else {},
+            },
         )
     _changed(upstream.team_id)
     return upstream
@@ -106,7 +113,13 @@ def check_changes(upstream: Upstream, changes: Mapping[str, Any]) -> None:
 
 
 def _apply(upstream: Upstream, changes: Mapping[str, Any]) -> None:
+    """Validate ``changes`` and set them on ``upstream``; `InvalidUpstream` with every problem.
+
+    A stored secret only goes to the address it was saved with: when a saved upstream's
+    ``base_url`` changes (cosmetic differences aside, `urlguard.same_address`), the provider key
+    and each credential header it holds must be given again (a removed one needs nothing)."""
     errors: dict[str, list[str]] = {}
+    before = upstream.base_url if upstream.pk else None
     if "name" in changes:
         name = str(changes["name"]).strip()
         if not NAME_RE.match(name):
@@ -130,12 +143,17 @@ def _apply(upstream: Upstream, changes: Mapping[str, Any]) -> None:
         upstream.is_default = bool(changes["is_default"])
 
     secrets = stored_secrets(upstream)
+    kept: list[str] = []  # stored secrets these changes keep without giving them
     if "api_key" in changes:
         key = (changes["api_key"] or "").strip()
         if not key:
             secrets.pop("api_key", None)
-        elif not (secrets.get("api_key") and key == mask(str(secrets["api_key"]))):
+        elif secrets.get("api_key") and key == mask(str(secrets["api_key"])):
+            kept.append("api_key")
+        else:
             secrets["api_key"] = key
+    elif secrets.get("api_key"):
+        kept.append("api_key")
     if "headers" in changes:
         old = {k.lower(): v for k, v in (secrets.get("headers") or {}).items()}
         plain: dict[str, str] = {}
@@ -151,8 +169,12 @@ def _apply(upstream: Upstream, changes: Mapping[str, Any]) -> None:
             elif not isinstance(value, str) or "\r" in value or "\n" in value:
                 errors.setdefault("headers", []).append(f"{name}: must be a string on one line.")
             elif is_sensitive_header(lowered):
-                kept = old.get(lowered)
-                hidden[lowered] = kept if kept is not None and value == mask(str(kept)) else value
+                stored = old.get(lowered)
+                if stored is not None and value == mask(str(stored)):
+                    hidden[lowered] = stored
+                    kept.append(f"headers.{lowered}")
+                else:
+                    hidden[lowered] = value
             else:
                 plain[lowered] = value
         upstream.headers = plain
@@ -160,6 +182,11 @@ def _apply(upstream: Upstream, changes: Mapping[str, Any]) -> None:
             secrets["headers"] = hidden
         else:
             secrets.pop("headers", None)
+    else:
+        kept += [f"headers.{name}" for name in secrets.get("headers") or {}]
+    if before is not None and not same_address(before, upstream.base_url):
+        for name in kept:
+            errors.setdefault(name, []).append(ADDRESS_CHANGED)
     if errors:
         raise InvalidUpstream(errors)
     upstream.api_key = encrypt_json(secrets)
