@@ -9,7 +9,9 @@ follow from the data folder alone. Plain Python, no Django: the runner imports i
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import os
 import pwd
 import tempfile
@@ -86,3 +88,51 @@ def redis_url(data_dir: Path) -> str:
 def broker_url(data_dir: Path) -> str:
     """kombu's URL of the same Valkey (Celery's broker)."""
     return f"redis+socket://{valkey_socket(data_dir)}"
+
+
+class DataFolderLock:
+    """`bin/run`'s hold on a data folder: an exclusive ``flock`` on ``<data>/run.lock``, which the
+    kernel drops when the process ends however it ends, so a crash never leaves it stale. The file
+    says who holds it (pid, URL) for the message a second `bin/run` gives."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = Path(data_dir) / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self, info: dict[str, object]) -> bool:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            os.close(self._fd)  # (closing drops the lock)
+            self._fd = None
+
+    def holder(self) -> dict[str, object] | None:
+        """Who holds the folder (what its file says), or None when nobody does."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                try:
+                    found = json.loads(os.pread(fd, 4096, 0) or b"{}")
+                except ValueError:
+                    found = {}
+                return found if isinstance(found, dict) else {}
+            return None
+        finally:
+            os.close(fd)

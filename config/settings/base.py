@@ -88,6 +88,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env.str("REDIS_URL", default="") or embedded.redis_url(DATA_DIR)
 CACHES = {"default": {"BACKEND": "config.cache.ResilientRedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "tr"}}
 
+AUTHENTICATION_BACKENDS = ["accounts.backends.UsernameOrEmailBackend"]  # the username or the e-mail
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

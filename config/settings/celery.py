@@ -10,6 +10,8 @@ _default_broker = embedded.broker_url(DATA_DIR) if REDIS_URL == embedded.redis_u
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=_default_broker)
 CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
 
+# The level of Celery's line per task (received, succeeded, sent by beat): INFO to see every task.
+TRACERELAY_TASK_LOG_LEVEL = env.str("TRACERELAY_TASK_LOG_LEVEL", default="WARNING").upper()
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True

@@ -40,7 +40,7 @@ def test_sign_up_then_log_out_and_back_in(page, shoot):
     page.get_by_role("menuitem", name="Log out").click()
     expect(page).to_have_url(re.compile(r"/login$"))
 
-    page.get_by_label("E-mail").fill("grace@example.com")
+    page.get_by_label("Username or e-mail").fill("grace@example.com")
     page.get_by_label("Password").fill("wrong")
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_role("alert")).to_contain_text("do not match")
