@@ -73,8 +73,10 @@ class EmbeddedPostgres:
                     "--no-instructions",
                 ],
                 pgdata=self.pgdata,
-                user=self.user,
                 cwd=self.pgdata,
+                # As the server's user, its group alone: with root's group it would be refused the
+                # folders above the data folder that only let others through (o+x).
+                **({"user": self.user, "group": self.user, "extra_groups": []} if self.user else {}),
             )
         self._stop_leftover(say)
 

@@ -88,6 +88,7 @@ class _State:
     ever_ready: bool = False
     restart_at: float | None = None
     exit_code: int | None = None  # of the last run
+    stopping: bool = False  # asked to stop: its exit is no reason to restart it
     restarts: int = 0
     last_lines: list[str] = field(default_factory=list)
 
@@ -133,6 +134,7 @@ class Supervisor:
         self._selector.register(self._wakeup_r, selectors.EVENT_READ, None)
         self._width = 8
         self._partial: dict[int, bytes] = {}
+        self._closed = False
         self._old_handlers: dict[int, object] = {}
         self._old_wakeup = -1
 
@@ -251,6 +253,7 @@ class Supervisor:
         os.set_blocking(fd, False)
         state.running = _Running(program, popen, time.monotonic())
         state.restart_at = None
+        state.stopping = False
         self._selector.register(fd, selectors.EVENT_READ, (state, state.running))
         if program.ready_line is None and program.ready_check is None:
             self._mark_ready(state)
@@ -343,7 +346,7 @@ class Supervisor:
         state.running = None
         state.exit_code = code
         ran = now - running.started
-        if self.stop_requested is not None or not state.program.restart:
+        if self.stop_requested is not None or state.stopping or not state.program.restart:
             return
         state.quick_exits = 0 if ran >= self.backoff.stable_after else state.quick_exits + 1
         if not state.ever_ready and state.quick_exits >= self.max_startup_failures:
@@ -372,6 +375,7 @@ class Supervisor:
         targets = [self.states[n] for n in names if n in self.states]
         for state in targets:
             state.restart_at = None
+            state.stopping = True
             if state.running is not None:
                 _signal(state.running.popen.pid, state.program.stop_signal)
         deadline = time.monotonic() + grace
@@ -396,6 +400,9 @@ class Supervisor:
 
     def close(self) -> None:
         """Kill every process group still there (a failure path) and release the pipes."""
+        if self._closed:
+            return
+        self._closed = True
         for state in self.states.values():
             if state.running is not None:
                 _kill_group(state.running.popen.pid)
