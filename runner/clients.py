@@ -1,6 +1,6 @@
 """`python -m runner psql|pg_dump|pg_dumpall|pg_restore [ARGS]`: the embedded Postgres's own client
 programs (the same version as the server), pointed at it through the PG* variables, which ARGS can
-override. bin/run must be running: the server is its child."""
+override. bin/run must be running (the server is its child), but for pg_restore into another one."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def run_client(name: str, args: list[str]) -> int:
         print("DATABASE_URL is set: this service does not use the embedded Postgres.", file=sys.stderr)
         return 2
     data_dir = Path(settings.DATA_DIR)
-    if embedded.DataFolderLock(data_dir).holder() is None:
+    # (pg_restore restores into the database its -d names: the embedded server need not run.)
+    if name != "pg_restore" and embedded.DataFolderLock(data_dir).holder() is None:
         print(f"The embedded Postgres of {data_dir} is not running: start ./bin/run first.", file=sys.stderr)
         return 1
     with warnings.catch_warnings():

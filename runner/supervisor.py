@@ -17,10 +17,7 @@ supervisor leaves nothing running.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
-import pwd
 import re
 import selectors
 import signal
@@ -32,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-_PR_SET_PDEATHSIG = 1
+from .children import child_setup, describe_exit, duration, kill_group, send_signal
 
 
 class StartupFailed(Exception):
@@ -91,24 +88,6 @@ class _State:
     stopping: bool = False  # asked to stop: its exit is no reason to restart it
     restarts: int = 0
     last_lines: list[str] = field(default_factory=list)
-
-
-def describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit status {code}"
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
 
 
 class Supervisor:
@@ -244,7 +223,7 @@ class Supervisor:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_child_setup(program.user, program.stop_signal),  # noqa: PLW1509 - no threads here
+            preexec_fn=child_setup(program.user, program.stop_signal),  # noqa: PLW1509 - no threads here
         )
         assert popen.stdout is not None
         fd = os.dup(popen.stdout.fileno())  # read (and closed) by the loop, not through Popen's file
@@ -342,7 +321,7 @@ class Supervisor:
         running = state.running
         assert running is not None
         self._drain(running)
-        _kill_group(running.popen.pid)  # what it left behind: pool children, a stuck worker
+        kill_group(running.popen.pid)  # what it left behind: pool children, a stuck worker
         state.running = None
         state.exit_code = code
         ran = now - running.started
@@ -356,7 +335,7 @@ class Supervisor:
             )
         delay = self.backoff.delay(state.quick_exits)
         self.say(
-            f"{state.program.name} exited unexpectedly ({describe_exit(code)}) after {_duration(ran)};"
+            f"{state.program.name} exited unexpectedly ({describe_exit(code)}) after {duration(ran)};"
             f" restarting in {delay:g}s"
         )
         state.restart_at = now + delay
@@ -377,7 +356,7 @@ class Supervisor:
             state.restart_at = None
             state.stopping = True
             if state.running is not None:
-                _signal(state.running.popen.pid, state.program.stop_signal)
+                send_signal(state.running.popen.pid, state.program.stop_signal)
         deadline = time.monotonic() + grace
 
         def waiting() -> list[_State]:
@@ -390,7 +369,7 @@ class Supervisor:
             if state.running is not None:
                 if not self.hurry:
                     self.say(f"{state.program.name} did not stop within {grace:g}s: killing it")
-                _kill_group(state.running.popen.pid)
+                kill_group(state.running.popen.pid)
                 try:
                     state.running.popen.wait(5)
                 except subprocess.TimeoutExpired:
@@ -405,7 +384,7 @@ class Supervisor:
         self._closed = True
         for state in self.states.values():
             if state.running is not None:
-                _kill_group(state.running.popen.pid)
+                kill_group(state.running.popen.pid)
                 try:
                     state.running.popen.wait(5)
                 except subprocess.TimeoutExpired:
@@ -421,42 +400,3 @@ class Supervisor:
         os.close(self._wakeup_r)
         os.close(self._wakeup_w)
         self.out.flush()
-
-
-def _signal(pid: int, signum: int) -> None:
-    try:
-        os.kill(pid, signum)
-    except ProcessLookupError:
-        pass
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-_libc: ctypes.CDLL | None = None
-if sys.platform == "linux":
-    _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-
-
-def _child_setup(user: str | None, death_signal: int) -> Callable[[], None]:
-    """The child's last steps before exec: become ``user`` (when given and we are root), then ask the
-    kernel for ``death_signal`` should the supervisor die (set last: a change of user clears it)."""
-    account = pwd.getpwnam(user) if user and os.geteuid() == 0 else None
-    parent = os.getpid()
-
-    def setup() -> None:
-        if account is not None:
-            os.setgroups([])
-            os.setgid(account.pw_gid)
-            os.setuid(account.pw_uid)
-        if _libc is not None:
-            if _libc.prctl(_PR_SET_PDEATHSIG, int(death_signal), 0, 0, 0) != 0:
-                raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-            if os.getppid() != parent:  # the supervisor died before the request took
-                os._exit(1)
-
-    return setup
