@@ -186,6 +186,9 @@ def _run(sup: Supervisor, settings: Any, data_dir: Path, options: Options) -> in
             [*celery, "beat", "-l", "info", "-S", "django_celery_beat.schedulers:DatabaseScheduler", "--pidfile="],
             env=env,
             cwd=ROOT,
+            # A SIGTERM that lands while beat publishes a task is swallowed (the publish fails and
+            # beat carries on): ask again until it goes.
+            resend_stop_every=2.0,
         ),
         Program(
             "web",

@@ -52,6 +52,9 @@ class Program:
     ready_check: Callable[[], bool] | None = None
     restart: bool = True
     kill_when_hurried: bool = True  # a second Ctrl-C kills it rather than waiting for its stop
+    # Send the stop signal again this often while it runs (a program that can swallow one: Celery
+    # beat, when the signal lands while it publishes a task).
+    resend_stop_every: float | None = None
 
 
 @dataclass
@@ -357,6 +360,7 @@ class Supervisor:
             state.stopping = True
             if state.running is not None:
                 send_signal(state.running.popen.pid, state.program.stop_signal)
+        sent = {state.program.name: time.monotonic() for state in targets}
         deadline = time.monotonic() + grace
 
         def waiting() -> list[_State]:
@@ -365,6 +369,15 @@ class Supervisor:
         while waiting() and time.monotonic() < deadline:
             self._wait(min(deadline, time.monotonic() + 0.5))
             self._step()
+            for state in targets:
+                every = state.program.resend_stop_every
+                if (
+                    state.running is not None
+                    and every is not None
+                    and time.monotonic() - sent[state.program.name] >= every
+                ):
+                    send_signal(state.running.popen.pid, state.program.stop_signal)
+                    sent[state.program.name] = time.monotonic()
         for state in targets:
             if state.running is not None:
                 if not self.hurry:

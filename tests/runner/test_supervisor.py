@@ -136,6 +136,27 @@ def test_a_program_that_ignores_its_stop_signal_is_killed_with_its_whole_group(s
     assert "stubborn did not stop within 0.5s: killing it" in sup.out.getvalue()
 
 
+def test_a_program_that_swallows_its_stop_signal_is_asked_again(sup):
+    code = """
+        import signal, sys, time
+        seen = []
+        def once(signum, frame):
+            seen.append(signum)
+            if len(seen) > 1:
+                print('stopping on the second', flush=True)
+                sys.exit(0)
+        signal.signal(signal.SIGTERM, once)
+        print('up', flush=True)
+        while True:
+            time.sleep(600)
+    """
+    sup.start(Program("beatlike", python(code), ready_line="^up$", resend_stop_every=0.2))
+    assert sup.run_until(lambda: sup.is_ready("beatlike"), 30)
+    sup.stop(["beatlike"], 60)
+    assert "beatlike | stopping on the second" in sup.out.getvalue()
+    assert sup.exited("beatlike") == 0 and "did not stop" not in sup.out.getvalue()
+
+
 def test_ctrl_c_asks_for_a_stop_and_a_second_one_hurries(sup):
     sup.start(Program("sleeper", python(SLEEPER), ready_line="^up$"))
     sup.install_signal_handlers()
