@@ -118,26 +118,29 @@ def _run(sup: Supervisor, settings: Any, data_dir: Path, options: Options) -> in
     metrics.mkdir(parents=True, exist_ok=True)
     env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics)
 
+    # The servers start side by side (Valkey needs no Postgres); the database is made once Postgres
+    # takes connections.
+    servers = []
     if embedded_postgres:
         from .postgres import EmbeddedPostgres
 
         postgres = EmbeddedPostgres(data_dir, max_connections=max(100, 20 * options.web_workers + 60))
         postgres.prepare(sup.say)
         sup.start(postgres.program())
-        if not sup.run_until(lambda: sup.is_ready("postgres"), READY_TIMEOUT_S):
-            return _gave_up(sup, "postgres")
-        phases.append(("database", time.monotonic()))
-        if postgres.ensure_database():
-            sup.say(f"made the database {embedded.DATABASE!r} in the embedded Postgres")
+        servers.append("postgres")
     if embedded_valkey:
         from .valkey import EmbeddedValkey
 
         valkey = EmbeddedValkey(data_dir)
         valkey.prepare()
         sup.start(valkey.program())
-        if not sup.run_until(lambda: sup.is_ready("valkey"), READY_TIMEOUT_S):
-            return _gave_up(sup, "valkey")
-        phases.append(("valkey", time.monotonic()))
+        servers.append("valkey")
+    if servers:
+        if not sup.run_until(lambda: all(sup.is_ready(name) for name in servers), READY_TIMEOUT_S):
+            return _gave_up(sup, " and ".join(name for name in servers if not sup.is_ready(name)))
+        if embedded_postgres and postgres.ensure_database():
+            sup.say(f"made the database {embedded.DATABASE!r} in the embedded Postgres")
+        phases.append(("database" if embedded_postgres else "valkey", time.monotonic()))
 
     python = sys.executable
     result = Path(tempfile.mkstemp(prefix="tracerelay-bootstrap-", suffix=".json")[1])
