@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import sys
 
+from django.core.exceptions import ImproperlyConfigured
+
 from .clients import run_client
 from .main import main
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
-        sys.exit(run_client(sys.argv[1], sys.argv[2:]))
-    sys.exit(main())
+    try:
+        sys.exit(run_client(sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else main())
+    except ImproperlyConfigured as exc:  # a setting it cannot use, named by the settings
+        sys.exit(f"bin/run: {exc}")

@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,6 +24,7 @@ from typing import Any
 from config import embedded
 
 from . import banner
+from .children import describe_exit
 from .supervisor import Program, StartupFailed, Supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,6 +101,11 @@ def main() -> int:
         sup.say(f"could not start: {exc}. Stopping.")
         _stop_all(sup)
         return 1
+    except subprocess.CalledProcessError as exc:  # initdb (its output is above)
+        if sup.stop_requested is None:
+            sup.say(f"{Path(exc.cmd[0]).name} failed ({describe_exit(exc.returncode)}): see above. Stopping.")
+        _stop_all(sup)
+        return 1
     finally:
         sup.close()
         sup.restore_signal_handlers()
@@ -143,7 +150,8 @@ def _run(sup: Supervisor, settings: Any, data_dir: Path, options: Options) -> in
         phases.append(("database" if embedded_postgres else "valkey", time.monotonic()))
 
     python = sys.executable
-    result = Path(tempfile.mkstemp(prefix="tracerelay-bootstrap-", suffix=".json")[1])
+    # (In the data folder, mode 600, gone once read: it holds the first start's password and key.)
+    result = Path(tempfile.mkstemp(prefix=".bootstrap-", suffix=".json", dir=data_dir)[1])
     try:
         sup.start(
             Program(

@@ -64,6 +64,12 @@ def test_a_bad_number_in_the_environment_is_refused(tmp_path, value):
     assert done.returncode == 1 and f"WEB_WORKERS={value!r}: a whole number of at least 1" in done.stderr
 
 
+def test_a_database_url_that_is_not_postgres_is_named(tmp_path):
+    done = run([sys.executable, "-m", "runner"], plain_env(tmp_path, DATABASE_URL="sqlite:///db.sqlite3"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "bin/run: DATABASE_URL must be a Postgres URL (postgres://…), not sqlite:" in done.stderr
+
+
 def test_manage_py_says_to_start_bin_run_when_the_embedded_database_is_not_running(tmp_path):
     done = run([sys.executable, "manage.py", "apikey", "list"], plain_env(tmp_path))
     assert done.returncode == 1
