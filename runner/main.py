@@ -6,6 +6,7 @@ Ctrl-C or SIGTERM, which stop everything, the database last.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -34,6 +35,7 @@ SERVER_STOP_GRACE_S = 10.0  # then Valkey and Postgres; all under 30 s
 # No start-up sync with the other workers (a second's wait) and no gossip: nothing here uses what
 # they share (revocations go through the broker's remote control).
 QUIET_WORKER = ("--without-mingle", "--without-gossip")
+MIGRATED_MARKER = "migrated.sha256"  # in the data folder: the migrations the database was last migrated with
 
 
 @dataclass(frozen=True)
@@ -115,53 +117,27 @@ def main() -> int:
 def _run(sup: Supervisor, settings: Any, data_dir: Path, options: Options) -> int:
     started = time.monotonic()
     phases: list[tuple[str, float]] = [("", started)]
-    embedded_postgres = not settings.DATABASE_URL
-    embedded_valkey = settings.REDIS_URL == embedded.redis_url(data_dir)
-    env = dict(os.environ)
-    metrics = Path(env.get("PROMETHEUS_MULTIPROC_DIR") or embedded.runtime_dir(data_dir) / "prometheus")
-    # Every process writes its metrics into this folder, which /metrics adds up: emptied at each start,
-    # or the files of processes gone would count twice (docs/deployment.md).
-    shutil.rmtree(metrics, ignore_errors=True)
-    metrics.mkdir(parents=True, exist_ok=True)
-    env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics)
+    env = _environment(data_dir)
+    if not _start_servers(sup, settings, data_dir, options):
+        return _gave_up(sup, " and ".join(n for n in ("postgres", "valkey") if n in sup.states and not sup.is_ready(n)))
+    phases.append(("servers", time.monotonic()))
 
-    # The servers start side by side (Valkey needs no Postgres); the database is made once Postgres
-    # takes connections.
-    servers = []
-    if embedded_postgres:
-        from .postgres import EmbeddedPostgres
-
-        postgres = EmbeddedPostgres(data_dir, max_connections=max(100, 20 * options.web_workers + 60))
-        postgres.prepare(sup.say)
-        sup.start(postgres.program())
-        servers.append("postgres")
-    if embedded_valkey:
-        from .valkey import EmbeddedValkey
-
-        valkey = EmbeddedValkey(data_dir)
-        valkey.prepare()
-        sup.start(valkey.program())
-        servers.append("valkey")
-    if servers:
-        if not sup.run_until(lambda: all(sup.is_ready(name) for name in servers), READY_TIMEOUT_S):
-            return _gave_up(sup, " and ".join(name for name in servers if not sup.is_ready(name)))
-        if embedded_postgres and postgres.ensure_database():
-            sup.say(f"made the database {embedded.DATABASE!r} in the embedded Postgres")
-        phases.append(("database" if embedded_postgres else "valkey", time.monotonic()))
-
-    python = sys.executable
+    # Nothing new to migrate since the last start (the migrations and requirements are those it
+    # migrated with): everything starts at once beside the migration check and bootstrap, which
+    # change nothing then. Otherwise the web waits for them, and the workers for the web.
+    marker, fingerprint = data_dir / MIGRATED_MARKER, _migrations_fingerprint()
+    at_once = marker.is_file() and marker.read_text() == fingerprint
+    programs = _service_programs(options, env)
+    names = [p.name for p in programs]
     # (In the data folder, mode 600, gone once read: it holds the first start's password and key.)
     result = Path(tempfile.mkstemp(prefix=".bootstrap-", suffix=".json", dir=data_dir)[1])
     try:
-        sup.start(
-            Program(
-                "setup",
-                [python, "-m", "runner.prepare", "--url", options.url, "--result", str(result)],
-                env=env,
-                cwd=ROOT,
-                restart=False,
-            )
-        )
+        argv = [sys.executable, "-m", "runner.prepare", "--url", options.url, "--result", str(result)]
+        sup.start(Program("setup", argv, env=env, cwd=ROOT, restart=False))
+        if at_once:
+            sup.say(f"no new migrations: starting the web on {options.url}, the workers and beat")
+            for program in programs:
+                sup.start(program)
         if not sup.run_until(lambda: sup.exited("setup") is not None, None):
             return _gave_up(sup, "setup")
         if sup.exited("setup") != 0:
@@ -169,12 +145,86 @@ def _run(sup: Supervisor, settings: Any, data_dir: Path, options: Options) -> in
             _stop_all(sup)
             return 1
         made = json.loads(result.read_text())
-        phases.append(("migrate", time.monotonic()))
     finally:
         result.unlink(missing_ok=True)
+    marker.write_text(fingerprint)
+    phases.append(("migrate", time.monotonic()))
 
+    if not at_once:
+        web, rest = programs[0], programs[1:]
+        sup.say(f"starting the web on {options.url} ({options.web_workers} processes)")
+        sup.start(web)
+        sup.run_until(lambda: sup.is_ready("web"), READY_TIMEOUT_S)
+        phases.append(("web", time.monotonic()))
+        if sup.stop_requested is None:
+            sup.say(f"web ready in {time.monotonic() - started:.1f}s; starting the Celery workers and beat")
+            for program in rest:
+                sup.start(program)
+    sup.run_until(lambda: all(sup.is_ready(n) for n in names), READY_TIMEOUT_S)
+    if sup.stop_requested is None:
+        phases.append(("web and workers" if at_once else "workers", time.monotonic()))
+        steps = ", ".join(f"{name} {end - start:.1f}s" for (_, start), (name, end) in pairwise(phases))
+        sup.say(f"up in {time.monotonic() - started:.1f}s ({steps})")
+        waiting = [n for n in names if not sup.is_ready(n)]
+        lines = banner.lines_of(made, data_dir=str(data_dir), still_starting=waiting)
+        unicode = (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "").startswith("utf")
+        sup.write(banner.render(lines, unicode=unicode, color=sup.color))
+        sup.serve()
+    _stop_all(sup)
+    return 0
+
+
+def _environment(data_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    metrics = Path(env.get("PROMETHEUS_MULTIPROC_DIR") or embedded.runtime_dir(data_dir) / "prometheus")
+    # Every process writes its metrics into this folder, which /metrics adds up: emptied at each start,
+    # or the files of processes gone would count twice (docs/deployment.md).
+    shutil.rmtree(metrics, ignore_errors=True)
+    metrics.mkdir(parents=True, exist_ok=True)
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics)
+    return env
+
+
+def _start_servers(sup: Supervisor, settings: Any, data_dir: Path, options: Options) -> bool:
+    """The embedded Postgres and Valkey whose URLs are unset, side by side (Valkey needs no Postgres);
+    the database made once Postgres takes connections. False when they did not get ready."""
+    servers = []
+    postgres = None
+    if not settings.DATABASE_URL:
+        from .postgres import EmbeddedPostgres
+
+        postgres = EmbeddedPostgres(data_dir, max_connections=max(100, 20 * options.web_workers + 60))
+        postgres.prepare(sup.say)
+        sup.start(postgres.program())
+        servers.append("postgres")
+    if settings.REDIS_URL == embedded.redis_url(data_dir):
+        from .valkey import EmbeddedValkey
+
+        valkey = EmbeddedValkey(data_dir)
+        valkey.prepare()
+        sup.start(valkey.program())
+        servers.append("valkey")
+    if not sup.run_until(lambda: all(sup.is_ready(name) for name in servers), READY_TIMEOUT_S):
+        return False
+    if postgres is not None and postgres.ensure_database():
+        sup.say(f"made the database {embedded.DATABASE!r} in the embedded Postgres")
+    return True
+
+
+def _service_programs(options: Options, env: dict[str, str]) -> list[Program]:
+    """The web, then the delivery worker, the ingest/reports worker and beat."""
+    python = sys.executable
     celery = [python, "-m", "celery", "-A", "config"]
-    programs = [
+    return [
+        Program(
+            "web",
+            [python, "-m", "uvicorn", "config.asgi:application", "--loop", "uvloop", "--http", "httptools"]
+            + ["--workers", str(options.web_workers), "--host", options.host, "--port", str(options.port)]
+            + ["--no-access-log", "--timeout-graceful-shutdown", "10"],
+            env=env,
+            cwd=ROOT,
+            ready_check=lambda: _answers(f"http://127.0.0.1:{options.port}/readyz"),
+        ),
         # Delivery is network-bound: one process with a thread pool sends ~5x what a prefork process does.
         Program(
             "delivery",
@@ -201,40 +251,16 @@ def _run(sup: Supervisor, settings: Any, data_dir: Path, options: Options) -> in
             # beat carries on): ask again until it goes.
             resend_stop_every=2.0,
         ),
-        Program(
-            "web",
-            [python, "-m", "uvicorn", "config.asgi:application", "--loop", "uvloop", "--http", "httptools"]
-            + ["--workers", str(options.web_workers), "--host", options.host, "--port", str(options.port)]
-            + ["--no-access-log", "--timeout-graceful-shutdown", "10"],
-            env=env,
-            cwd=ROOT,
-            ready_check=lambda: _answers(f"http://127.0.0.1:{options.port}/readyz"),
-        ),
     ]
-    # The web first: it is what "up" means, and it starts faster with the CPU to itself; then the
-    # workers and beat (what arrives meanwhile waits in the outbox and the broker).
-    web, rest = programs[-1], programs[:-1]
-    names = [p.name for p in programs]
-    sup.say(f"starting the web on {options.url} ({options.web_workers} processes)")
-    sup.start(web)
-    sup.run_until(lambda: sup.is_ready("web"), READY_TIMEOUT_S)
-    phases.append(("web", time.monotonic()))
-    if sup.stop_requested is None:
-        sup.say(f"web ready in {time.monotonic() - started:.1f}s; starting the Celery workers and beat")
-        for program in rest:
-            sup.start(program)
-        sup.run_until(lambda: all(sup.is_ready(n) for n in names), READY_TIMEOUT_S)
-    if sup.stop_requested is None:
-        waiting = [n for n in names if not sup.is_ready(n)]
-        phases.append(("workers", time.monotonic()))
-        steps = ", ".join(f"{name} {end - start:.1f}s" for (_, start), (name, end) in pairwise(phases))
-        sup.say(f"up in {time.monotonic() - started:.1f}s ({steps})")
-        lines = banner.lines_of(made, data_dir=str(data_dir), still_starting=waiting)
-        unicode = (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "").startswith("utf")
-        sup.write(banner.render(lines, unicode=unicode, color=sup.color))
-        sup.serve()
-    _stop_all(sup)
-    return 0
+
+
+def _migrations_fingerprint() -> str:
+    """What the schema depends on: every migration file of the project, and the pinned requirements
+    (Django's and django-celery-beat's own migrations come with them)."""
+    digest = hashlib.sha256((ROOT / "requirements.txt").read_bytes())
+    for path in sorted(ROOT.glob("*/migrations/*.py")):
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def _stop_all(sup: Supervisor) -> None:
