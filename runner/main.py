@@ -111,6 +111,8 @@ def main() -> int:
     finally:
         sup.close()
         sup.restore_signal_handlers()
+        if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # our scratch folder (the metrics files)
+            shutil.rmtree(embedded.runtime_dir(data_dir), ignore_errors=True)
         lock.release()
 
 

@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from config import embedded
+
 from .test_start import ROOT, free_port, plain_env
 
 pytestmark = pytest.mark.e2e
@@ -183,9 +185,11 @@ def test_the_embedded_default_starts_survives_a_killed_worker_stops_and_keeps_it
     assert hook.wait_for(b"after-kill")
     assert run.proc.poll() is None
 
-    # Ctrl-C stops everything, the database included, in well under 30 s; no process is left.
+    # Ctrl-C stops everything, the database included, in well under 30 s; no process is left, and
+    # no scratch folder.
     assert run.ctrl_c() < 30
     assert processes_of(data_dir) == []
+    assert not embedded.runtime_dir(data_dir).exists()
     for path in data_dir.rglob("*"):
         if path.is_file():
             with open(path, "rb") as handle:
