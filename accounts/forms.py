@@ -50,11 +50,12 @@ class SignupForm(forms.Form):
 
 
 class LoginForm(AuthenticationForm):
-    """Django's log-in form, with the e-mail as username and throttling (accounts.throttle)."""
+    """Django's log-in form: the username or the e-mail (accounts.backends), with throttling
+    (accounts.throttle)."""
 
     # A text field, not an e-mail one: the operator's bootstrap login ("admin") signs in here too.
     username = forms.CharField(
-        label="E-mail",
+        label="Username or e-mail",
         max_length=150,
         widget=forms.TextInput(
             attrs={**_EMAIL_ATTRS, "autocomplete": "username", "inputmode": "email", "autofocus": True}
@@ -62,7 +63,7 @@ class LoginForm(AuthenticationForm):
     )
     error_messages = {
         **AuthenticationForm.error_messages,
-        "invalid_login": "That e-mail and password do not match an account.",
+        "invalid_login": "That username or e-mail and password do not match an account.",
         "throttled": "Too many failed attempts. Try again in %(wait)s.",
     }
 

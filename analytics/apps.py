@@ -9,9 +9,5 @@ class AnalyticsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Traces are named as pending in the transaction that stores them (docs/analytics.md).
-        from .rollups import record_stored  # imports models: only once apps are loaded
-
-        traces_stored.connect(record_stored, dispatch_uid="analytics.rollups")
         # Operators' metrics: traces ingested by path and status (config/metrics.py).
         traces_stored.connect(metrics.traces_stored_receiver, dispatch_uid="config.metrics")

@@ -36,7 +36,7 @@ REMAINING_TOKENS = (
 
 def queue_depth(team_id: int) -> dict[str, Any]:
     """Deliveries waiting per destination (new, retrying after a failure, dead-lettered), and the
-    broker's queue lengths (Redis only; null on the embedded filesystem broker)."""
+    broker's queue lengths (null when the broker is not Redis or does not answer)."""
     waiting = [DeliveryStatus.PENDING, DeliveryStatus.SENDING]
     # Counting status (never null), not id: the partial index `delivery_team_waiting` holds all this reads.
     rows = (
@@ -53,13 +53,15 @@ def queue_depth(team_id: int) -> dict[str, Any]:
 
 
 def broker_queue_lengths() -> dict[str, int] | None:
-    url = getattr(settings, "CELERY_BROKER_URL", "")
-    if not settings.REDIS_URL or not str(url).startswith(("redis://", "rediss://", "unix://")):
+    url = str(getattr(settings, "CELERY_BROKER_URL", ""))
+    if url.startswith("redis+socket://"):  # (kombu's name of a Unix socket: the embedded Valkey)
+        url = "unix://" + url.removeprefix("redis+socket://")
+    if not url.startswith(("redis://", "rediss://", "unix://")):
         return None
     import redis
 
     try:
-        with _broker(str(url)).pipeline(transaction=False) as pipe:
+        with _broker(url).pipeline(transaction=False) as pipe:
             for queue in Queue:
                 pipe.llen(str(queue))
             lengths = pipe.execute()

@@ -1,6 +1,6 @@
-"""Reading rollup rows on Postgres: every `analytics.parts.Part` of a read in one statement.
+"""Reading rollup rows: every `analytics.parts.Part` of a read in one statement.
 
-Postgres picks the rows (each part is one ORM queryset: a table, a slice, time ranges, a sign) and
+Postgres picks the rows (each part is one SELECT: a table, a slice, time ranges, a sign) and
 works out which interval each counts in: ``width_bucket`` of its anchor second over the intervals'
 starts, the same rule as `TimePlan.index_of` (Python's ``bisect_right``). Python adds them up: the
 counters, and the histograms bucket by bucket.
@@ -28,6 +28,9 @@ from .parts import Acc, Part, lookup_sql
 from .pending import PendingPart
 from .pending import aggregated as pending_sql
 
+# Which second of a row's bucket says its interval (`TimePlan.index_of`): a day row counts in the
+# interval holding its noon (it is read only for an interval holding 13 of its hours, so noon
+# among them); a taken-away hour in the interval of its day's row.
 _ANCHOR_SQL = {
     "bucket": "p.bucket",
     "day_noon": "p.bucket + 43200",
@@ -111,9 +114,9 @@ def read(
 
 
 def _select(part: Part, team_id: int, columns: list[str]) -> tuple[str, list[Any]]:
-    """``part.queryset(team_id, columns)`` as SQL, written out: Django compiled the ~16 querysets of
-    an answer in ~11 ms of its ~50 ms of Python. The lookups rollup slices use are few
-    (`parts.lookup_sql`); `tests/analytics` compares both readers' figures with a recount."""
+    """``part``'s rows (``bucket``, its group column, ``columns``) as SQL, written out: Django
+    compiled the ~16 querysets of an answer in ~11 ms of its ~50 ms of Python. The lookups rollup
+    slices use are few (`parts.lookup_sql`); `tests/analytics` compares the figures with a recount."""
     fields = {f.name: f.column for f in part.model._meta.concrete_fields} | {"team": "team_id"}
     where = ['"team_id" = %s', '"kind" = %s']
     params: list[Any] = [team_id, part.kind]

@@ -1,14 +1,12 @@
 """Rollups: exact counts and sums plus latency histograms per team, time bucket and slice.
 
 A stored trace is pending until `analytics.rollups.fold` (beat, every few seconds) adds it into the
-minute, hour and day tables. On Postgres a trace row names the transaction that stored it and
-`FoldState` the snapshot the fold has reached (ingest writes nothing more); on SQLite ingest writes
-one `PendingBatch` row per transaction and team. Readers add the folded rows and the pending
-traces, in one snapshot, so a figure is exact at any instant (docs/analytics.md).
+minute, hour and day tables. A trace row names the transaction that stored it and `FoldState` the
+snapshot the fold has reached (ingest writes nothing more). Readers add the folded rows and the
+pending traces, in one snapshot, so a figure is exact at any instant (docs/analytics.md).
 
-Buckets are UTC epoch seconds of the bucket's start (integers compare and index the same on
-Postgres and SQLite); costs are integers of 1e-10 USD (Trace.cost has 10 decimal places), so sums
-are exact on SQLite too, whose decimals are floats.
+Buckets are UTC epoch seconds of the bucket's start; costs are integers of 1e-10 USD (Trace.cost
+has 10 decimal places), so sums are exact.
 """
 
 from __future__ import annotations
@@ -103,12 +101,12 @@ class RollupFields(models.Model):
 
 
 class PendingBatch(models.Model):
-    """Traces one ingest transaction stored for a team that the rollups do not count yet: written
-    with the traces (one small INSERT, `analytics.rollups.record`), deleted by the fold that adds
-    them into the minute, hour and day rows. Readers count the traces of the batches present in
-    their snapshot straight from the traces table (`analytics.pending`). SQLite's form; on Postgres
-    only processes of the previous release write these, during a rolling deploy (migration 0005's
-    trigger clears their traces' ``rollup_xid``, so they count through the batch only).
+    """Traces one ingest transaction of the previous release stored for a team that the rollups do not
+    count yet: written with the traces by processes of that release, during a rolling deploy
+    (migration 0005's trigger clears their traces' ``rollup_xid``, so they count through the batch
+    only), deleted by the fold that adds them into the minute, hour and day rows. Readers count the
+    traces of the batches present in their snapshot straight from the traces table
+    (`analytics.pending`).
 
     No foreign keys: the INSERT checks nothing. A trace deleted before its batch is folded (retention)
     is simply not found by the fold nor by readers."""

@@ -1,30 +1,19 @@
 """Which folded rollup rows a read adds up: `Part`s, one SELECT each (a table, a slice, time ranges, a
-sign), shared by the Python reader (`analytics.reading`) and the SQL one (`analytics.merged`), so
-both read exactly the same rows."""
+sign), which `analytics.merged` reads in one statement."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q
-
 from .models import GRAINS, RollupFields
-from .plan import Ranges, day_noon, noon_of_day
+from .plan import Ranges
 from .slices import Slice
 from .stats import Stats
 
 Acc = defaultdict[tuple[int, Any], Stats]
-
-
-def ranges_q(ranges: Ranges, column: str) -> Q:
-    q = Q()
-    for start, end in ranges:
-        q |= Q(**{f"{column}__gte": start, f"{column}__lt": end})
-    return q
 
 
 @dataclass(frozen=True)
@@ -40,13 +29,6 @@ class Part:
     sign: int = 1
     anchor: str = "bucket"  # "bucket", "day_noon" (day rows), "noon_of_day" (taken-away hours)
     skip: Ranges = dataclasses.field(default_factory=list)
-
-    def queryset(self, team_id: int, columns: list[str]) -> Any:
-        qs = self.model._default_manager.filter(team_id=team_id, kind=self.kind, **self.where)
-        qs = qs.filter(ranges_q(self.ranges, "bucket"))
-        if self.skip:
-            qs = qs.exclude(ranges_q(self.skip, "bucket"))
-        return qs.values_list("bucket", *([self.group] if self.group else []), *columns)
 
 
 def lookup_sql(column: str, lookup: str, value: Any, params: list[Any]) -> str:
@@ -85,8 +67,3 @@ def parts_of(slice_: Slice, pieces: dict[str, Ranges], *, extra_where: dict[str,
 
 
 _ANCHOR = {"day": "day_noon"}
-ANCHORS: dict[str, Callable[[int], int]] = {
-    "bucket": lambda b: b,
-    "day_noon": day_noon,
-    "noon_of_day": noon_of_day,
-}

@@ -1,7 +1,6 @@
-"""Reading the traces the rollups do not count yet, straight from the traces table: on Postgres
-those whose transactions the fold's stored snapshot does not see (`analytics.snapshots`), plus any
-named by `PendingBatch` rows (SQLite's form; on Postgres the previous release's, in a rolling
-deploy), in the read's snapshot.
+"""Reading the traces the rollups do not count yet, straight from the traces table: those whose
+transactions the fold's stored snapshot does not see (`analytics.snapshots`), plus any named by
+`PendingBatch` rows (the previous release's, in a rolling deploy), in the read's snapshot.
 
 The fold adds traces into the rollups and stores its snapshot (or deletes their batch row) in one
 transaction. So in any snapshot a trace is either pending or in the folded rollups, never both,
@@ -10,39 +9,33 @@ and a read that adds the rollups and these traces (in the same REPEATABLE READ t
 
 A `PendingPart` counts like the delta rows it replaces did: each trace in its UTC minute (the
 bucket the fold will put it in), over [since, until) less the minutes raw traces answer, under the
-slice's filters (`Slice.trace_where`) and group (`Slice.trace_group`). On Postgres the part is one
-member of the read's `UNION ALL` (`analytics.merged`, `PendingPart.aggregated`): the team's pending
+slice's filters (`Slice.trace_where`) and group (`Slice.trace_group`). The part is one member of
+the read's `UNION ALL` (`analytics.merged`, `PendingPart.aggregated`): the team's pending
 traces by the index ``trace_rollup_xid`` and those of the batches overlapping the range (their ids
 unnested, each trace fetched by its primary key: a fenced LATERAL subquery, or Postgres would
 hash-join the whole team's traces), the filters applied, and the traces added up per interval and
 group in SQL into rows shaped like rollup rows (counters and histogram arrays, keys by
 `width_bucket` over `sketch.key_bounds`, so SQL and Python key alike).
-Elsewhere (SQLite) `PendingPart.rows` returns the traces, and Python adds them with
-`Stats.add_trace` as the raw reads do.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from django.db import connection
 
 from traces.models import SPAN_PROVIDER, Trace
 
 from . import sketch, snapshots
 from .models import COUNTERS, PendingBatch
-from .parts import Acc, lookup_sql
+from .parts import lookup_sql
 from .plan import Ranges
 from .stats import ADD_TRACE_FIELDS
 
-# A pending row (`PendingPart.rows`): the trace's epoch second, its group value, then
-# `Stats.add_trace`'s arguments.
 _LIST_COLUMNS = {"tags"}  # JSON lists: a trace counts once under each of its (string) items
 
 
@@ -57,39 +50,6 @@ class PendingPart:
     since: int
     until: int
     skip: Ranges = field(default_factory=list)
-
-    def rows(self, team_id: int) -> list[tuple[Any, ...]]:
-        """The pending traces this part counts, as (minute, group value, *stats arguments)."""
-        if self.since >= self.until:
-            return []
-        where = dict(self.where)
-        only = where.pop(f"{self.group}__in", None) if self.group else None
-        found = _select_orm(team_id, where, self.group, self.since, self.until)
-        shown = None if only is None else set(only)
-        out: list[tuple[Any, ...]] = []
-        for second, value, *args in found:
-            minute = second // 60 * 60
-            if not self.since <= minute < self.until or _within(minute, self.skip):
-                continue
-            if self.group in _LIST_COLUMNS:
-                if isinstance(value, str | bytes):  # (Django has psycopg hand jsonb over as text)
-                    value = orjson.loads(value)
-                items = dict.fromkeys(v for v in value or () if isinstance(v, str))
-                out.extend((minute, item, *args) for item in items if shown is None or item in shown)
-            elif shown is None or value in shown:
-                out.append((minute, value if self.group else "", *args))
-        return out
-
-
-def add_rows(acc: Acc, rows: Sequence[tuple[Any, ...]], starts: list[int] | None) -> None:
-    """Add `PendingPart.rows` into ``acc`` per interval of ``starts`` (None: all in one) and group."""
-    for minute, key, *args in rows:
-        index = 0 if starts is None else bisect.bisect_right(starts, minute) - 1
-        acc[(index, key)].add_trace(*args)
-
-
-def _within(second: int, ranges: Ranges) -> bool:
-    return any(start <= second < end for start, end in ranges)
 
 
 def _conditions(where: dict[str, Any], fields: dict[str, str], params: list[Any]) -> list[str]:
@@ -209,23 +169,6 @@ def _key_sql() -> tuple[str, str]:
     (every web process imports this module)."""
     bounds, keys = sketch.key_bounds()
     return "('{" + ",".join(map(str, keys)) + "}'::int[])", "'{" + ",".join(map(str, bounds)) + "}'::bigint[]"
-
-
-def _select_orm(
-    team_id: int, where: dict[str, Any], group: str | None, since: int, until: int
-) -> list[tuple[Any, ...]]:
-    """The same on other databases (SQLite, the embedded default): the ids from the batch rows,
-    the traces by the ORM."""
-    batches = PendingBatch.objects.filter(team_id=team_id, last_second__gte=since - 60, first_second__lt=until)
-    ids = [trace_id for trace_ids in batches.values_list("trace_ids", flat=True) for trace_id in trace_ids]
-    out: list[tuple[Any, ...]] = []
-    for i in range(0, len(ids), 500):  # (SQLite: at most 999 parameters a statement)
-        qs = Trace._base_manager.filter(
-            pk__in=ids[i : i + 500], team_id=team_id, timestamp__gte=_dt(since - 60), timestamp__lt=_dt(until), **where
-        )
-        for row in qs.values_list("timestamp", group or "id", *ADD_TRACE_FIELDS):
-            out.append((int(row[0].timestamp()), row[1] if group else None, *row[2:]))
-    return out
 
 
 def _dt(second: int) -> datetime:

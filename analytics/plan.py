@@ -64,17 +64,6 @@ class TimePlan:
         return bisect.bisect_right(self.starts, second) - 1
 
 
-# Which second of a row's bucket says its interval (`TimePlan.index_of`): a day row counts in the
-# interval holding its noon (it is read only for an interval holding 13 of its hours, so noon
-# among them); a taken-away hour in the interval of its day's row.
-def day_noon(bucket: int) -> int:
-    return bucket + DAY // 2
-
-
-def noon_of_day(bucket: int) -> int:
-    return bucket // DAY * DAY + DAY // 2
-
-
 def make_plan(
     *, since: datetime, until: datetime, interval: str | None, tz: ZoneInfo, now: datetime, minute_hours: int
 ) -> TimePlan:

@@ -7,28 +7,23 @@ grain answers which seconds, `analytics.plan`) so that every trace is counted ex
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from django.db import connection
 from django.db.models import Q
 
 from traces.filters import TraceFilter
 from traces.models import llm_calls
 from traces.selectors import traces_for_team
 
-from . import merged, sketch
-from .models import COUNTERS, HISTOGRAMS
-from .parts import ANCHORS, Acc, parts_of
-from .pending import PendingPart, add_rows
+from . import merged
+from .parts import Acc, parts_of
+from .pending import PendingPart
 from .plan import Ranges
 from .slices import RAW_COLUMN, Slice
 from .stats import ADD_TRACE_FIELDS, Stats
-
-_NC = len(COUNTERS)
 
 
 def new_acc() -> Acc:
@@ -51,48 +46,19 @@ def read_rollups(
     """Add the rollups of ``pieces`` and the traces of [since, until) not folded yet (but those of
     the minutes raw traces answer) into ``acc`` under (interval index, group key); ``starts`` are
     the intervals' starts, None for one interval (index 0). ``hists``: "both", "latency", "ttft" or
-    "none" (counters only). On Postgres all folded parts are read in one statement that also works
-    out each row's interval (`analytics.merged`); elsewhere one query per part, here."""
-    parts = parts_of(slice_, pieces, extra_where=extra_where)
-    pending_part = PendingPart(
-        {**slice_.trace_where, **(extra_where or {})}, slice_.trace_group, since, until, pieces.get("raw", [])
+    "none" (counters only). All the parts are read in one statement that also works out each row's
+    interval (`analytics.merged`)."""
+    merged.read(
+        acc,
+        team_id=team_id,
+        parts=parts_of(slice_, pieces, extra_where=extra_where),
+        starts=starts,
+        hists=hists,
+        point_quantiles=point_quantiles,
+        pending=PendingPart(
+            {**slice_.trace_where, **(extra_where or {})}, slice_.trace_group, since, until, pieces.get("raw", [])
+        ),
     )
-    if connection.vendor == "postgresql":
-        merged.read(
-            acc,
-            team_id=team_id,
-            parts=parts,
-            starts=starts,
-            hists=hists,
-            point_quantiles=point_quantiles,
-            pending=pending_part,
-        )
-        return
-    pending = pending_part.rows(team_id)
-    columns = [*COUNTERS, *_HIST_COLUMNS[hists]]
-    latency, ttft = hists in ("both", "latency"), hists in ("both", "ttft")
-    for part in parts:
-        at = ANCHORS[part.anchor]
-        sign = part.sign
-        first = 2 if part.group else 1
-        for row in part.queryset(team_id, columns):
-            index = 0 if starts is None else bisect.bisect_right(starts, at(row[0])) - 1
-            stats = acc[(index, row[1] if part.group else "")]
-            stats.add_counters(row[first : first + _NC], sign)
-            hist = row[first + _NC :]
-            if latency:
-                sketch.merge_arrays(stats.latency, hist[0], hist[1], sign)
-            if ttft:
-                sketch.merge_arrays(stats.ttft, hist[-2], hist[-1], sign)
-    add_rows(acc, pending, starts)
-
-
-_HIST_COLUMNS = {
-    "both": HISTOGRAMS,
-    "latency": HISTOGRAMS[:2],
-    "ttft": HISTOGRAMS[2:],
-    "none": (),
-}
 
 
 def raw_queryset(team_id: int, trace_filter: TraceFilter, ranges: Ranges) -> Any:

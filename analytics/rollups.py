@@ -1,21 +1,21 @@
 """Keeping the rollups: traces are pending when stored, and `fold` (beat, every few seconds) adds
 them into the minute, hour and day tables.
 
-On Postgres ingest sends nothing for the rollups: every trace row carries the id of the transaction
-that stored it (a column default), and the fold adds the traces whose transactions its stored
-snapshot does not see yet, then stores the newer snapshot, in one transaction (`analytics.snapshots`).
-Elsewhere (SQLite, which serialises writers anyway) `record` writes one `PendingBatch` row per team
-of the transaction, naming its traces, and the fold adds and deletes those rows. The fold works out
-the traces' deltas (`build_deltas`: one per team, minute and dimension combination, and one per
-team, minute and tag), adds those into the minute, hour and day tables, deriving the team-wide and
-one-dimension rows there. One folder at a time (an advisory lock on Postgres). Until the fold, readers
-count pending traces from the traces table (`analytics.pending`).
+Ingest sends nothing for the rollups: every trace row carries the id of the transaction that stored
+it (a column default), and the fold adds the traces whose transactions its stored snapshot does not
+see yet, then stores the newer snapshot, in one transaction (`analytics.snapshots`). (Processes of
+the previous release, in a rolling deploy, write one `PendingBatch` row per team of the
+transaction, naming its traces; the fold adds and deletes those rows.) The fold works out the
+traces' deltas (`build_deltas`: one per team, minute and dimension combination, and one per team,
+minute and tag), adds those into the minute, hour and day tables, deriving the team-wide and
+one-dimension rows there. One folder at a time (an advisory lock). Until the fold, readers count
+pending traces from the traces table (`analytics.pending`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -23,11 +23,10 @@ from django.db import connection, transaction
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
-from config.bulk import build_row, insert_few, insert_rows
+from config.bulk import build_row, insert_rows
 from traces.models import SPAN_PROVIDER, Trace
 
 from . import sketch, snapshots
-from .fields import IntArrayField, json_text
 from .models import (
     COUNTERS,
     DIMENSIONS,
@@ -68,33 +67,6 @@ TRACE_COLUMNS = (
     "latency_ms",
     "time_to_first_token_ms",
 )
-_PENDING = PendingBatch._meta
-_PENDING_COLUMNS = ("team_id", "trace_ids", "first_second", "last_second")  # (named as their fields)
-
-
-def record(rows: Sequence[Trace]) -> None:
-    """Name freshly stored traces as pending, one `PendingBatch` row per team, except on Postgres,
-    where their rows name their transaction already. Call it inside the transaction that inserts
-    ``rows``, so the rows commit (or roll back) with them. The SDK's manual spans are left out: the
-    rollups count LLM calls only (traces.models)."""
-    if connection.vendor == "postgresql":
-        return
-    teams: dict[int, list[Trace]] = {}
-    for t in rows:
-        if t.provider != SPAN_PROVIDER:
-            teams.setdefault(t.team_id, []).append(t)
-    if not teams:
-        return
-    values = []
-    for team_id, traces in teams.items():
-        seconds = [int(t.timestamp.timestamp()) for t in traces]
-        values.append((team_id, json_text([t.id for t in traces]), min(seconds), max(seconds)))  # (SQLite's form)
-    insert_few(_PENDING.db_table, _PENDING_COLUMNS, values, casts=("", "uuid[]", "", ""))
-
-
-def record_stored(sender: Any, *, rows: Sequence[Trace], **_: Any) -> None:
-    """`traces.signals.traces_stored` receiver: the ingest path's call of `record`."""
-    record(rows)
 
 
 def as_columns(trace: Any) -> tuple[Any, ...]:
@@ -163,14 +135,13 @@ def build_deltas(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 _ZERO = Decimal(0)
-_ARRAY = IntArrayField()
 
 
 def fold(*, batch: int = FOLD_BATCH, traces: int = FOLD_TRACES) -> int:
     """Fold every trace pending now into the minute/hour/day rollups; how many traces (plus legacy
-    delta rows, `RollupDelta`). Batch rows are SQLite's form, and on Postgres that of processes still
-    on the previous release in a rolling deploy (their traces' ``rollup_xid`` is cleared by a
-    trigger: they count through their batch only); so are delta rows, of the release before."""
+    delta rows, `RollupDelta`). Batch rows are those of processes still on the previous release in a
+    rolling deploy (their traces' ``rollup_xid`` is cleared by a trigger: they count through their
+    batch only); so are delta rows, of the release before."""
     total = 0
     while done := _fold_legacy_once(LEGACY_BATCH):
         total += done
@@ -181,12 +152,11 @@ def fold(*, batch: int = FOLD_BATCH, traces: int = FOLD_TRACES) -> int:
         total += done
         if batches < batch:
             break
-    if connection.vendor == "postgresql":
-        while True:
-            done, more = _fold_xids_once(traces)
-            total += done
-            if not more:
-                break
+    while True:
+        done, more = _fold_xids_once(traces)
+        total += done
+        if not more:
+            break
     return total
 
 
@@ -210,10 +180,8 @@ _NC = len(COUNTERS)
 
 
 def take_fold_lock() -> bool:
-    """Take the fold's lock for this transaction (Postgres); False when another folder holds it.
-    (The previous release's fold takes the same lock.)"""
-    if connection.vendor != "postgresql":
-        return True  # (SQLite serialises writers)
+    """Take the fold's lock for this transaction; False when another folder holds it. (The previous
+    release's fold takes the same lock.)"""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [_FOLD_LOCK])
         return bool(cursor.fetchone()[0])
@@ -238,11 +206,9 @@ def _fold_once(batch: int) -> tuple[int, int]:
     """One transaction: claim up to ``batch`` pending batches, add their traces into the rollups,
     delete them; (batches, traces folded). A trace deleted meanwhile (retention) is not found."""
     with transaction.atomic():
-        claimed = PendingBatch.objects.order_by("id")
         if not take_fold_lock():
             return 0, 0  # another folder is at it
-        if connection.vendor == "postgresql":
-            claimed = claimed.select_for_update(skip_locked=True)
+        claimed = PendingBatch.objects.order_by("id").select_for_update(skip_locked=True)
         pending = list(claimed.values_list("id", "trace_ids")[:batch])
         if not pending:
             return 0, 0
@@ -258,7 +224,7 @@ def _fold_once(batch: int) -> tuple[int, int]:
 
 
 def _fold_xids_once(limit: int) -> tuple[int, bool]:
-    """One transaction (Postgres): add the traces pending after the stored snapshot and visible in
+    """One transaction: add the traces pending after the stored snapshot and visible in
     the current one (up to about ``limit``: then up to a transaction id, `Snapshot.cut`) into the
     rollups, and store the snapshot they were taken to; (traces folded, whether more are left)."""
     table = connection.ops.quote_name(Trace._meta.db_table)
@@ -342,14 +308,11 @@ def _add_into(model: type[RollupFields], entries: dict[SliceKey, Stats]) -> None
     updates: list[list[Any]] = []
     new_rows = []
 
-    def prep(name: str, value: Any) -> Any:  # (a raw UPDATE: the arrays as the field stores them)
-        return _ARRAY.get_db_prep_value(value, connection) if name in HISTOGRAMS else value
-
     for slice_key, stats in entries.items():
         values = stats.stored_values()
         row_id = existing.get(slice_key)
         if row_id is not None:
-            updates.append([prep(name, value) for name, value in values.items()] + [row_id])
+            updates.append([*values.values(), row_id])
             continue
         team_id, bucket, kind, *dims, key = slice_key
         ident = {"team_id": team_id, "bucket": bucket, "kind": kind, "key": key}

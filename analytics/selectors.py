@@ -180,14 +180,12 @@ def _raw_groups(acc: Acc, team_id: int, f: TraceFilter, ranges: Any, group_by: s
 def _snapshot() -> Iterator[None]:
     outermost = not connection.in_atomic_block
     with transaction.atomic():
-        if outermost and connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
+        with connection.cursor() as cursor:
+            if outermost:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        if connection.vendor == "postgresql":
             # JIT compiling costs more than these short reads (tens to hundreds of ms once a plan's
             # estimated cost passes jit_above_cost, as large rollup tables make it).
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL jit = off")
+            cursor.execute("SET LOCAL jit = off")
         with snapshots.one_look():
             yield
 

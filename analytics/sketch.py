@@ -8,7 +8,7 @@ representative ``2 * gamma^k / (gamma + 1)`` is within ``(gamma - 1) / (gamma + 
 every value in it. Latencies of 1 ms to 24 days use at most ~1,100 buckets; a real hour of one
 model uses a few dozen to a few hundred, so it is stored sparse, as two parallel arrays: the keys
 present, ascending, and their counts (`analytics.fields.IntArrayField`: Postgres arrays, which SQL
-adds up with ``unnest ... GROUP BY key``; JSON text on SQLite).
+adds up with ``unnest ... GROUP BY key``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Building and inserting many new rows fast: ingest's hottest code (1,000 traces and their outbox
-rows a batch). Model instances are built positionally and inserted with COPY on Postgres."""
+rows a batch). Model instances are built positionally and inserted with COPY."""
 
 from __future__ import annotations
 
@@ -35,15 +35,12 @@ def build_row(model: type[M], values: Mapping[str, Any]) -> M:
 def insert_rows(rows: Sequence[Model]) -> None:
     """Insert new rows of one model (their primary keys set on them), like `bulk_create`.
 
-    On Postgres this is COPY, several times faster than the INSERT the ORM compiles per row and
+    This is COPY, several times faster than the INSERT the ORM compiles per row and
     column. Values go to psycopg as they are (our rows hold plain ints, strings, datetimes, UUIDs
     and Decimals), JSON columns as jsonb via orjson. Serial ids are drawn from the sequence first,
     so the rows keep them as bulk_create's RETURNING would.
     """
     conn = connections[DEFAULT_DB_ALIAS]
-    if conn.vendor != "postgresql":
-        type(rows[0])._default_manager.bulk_create(rows)
-        return
     meta = rows[0]._meta
     fields = list(meta.concrete_fields)
     attnames = [f.attname for f in fields]
@@ -72,36 +69,3 @@ def insert_rows(rows: Sequence[Model]) -> None:
     for row in rows:
         row._state.adding = False
         row._state.db = conn.alias
-
-
-def insert_few(table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], *, casts: Sequence[str] = ()) -> None:
-    """Insert a few rows with one ``INSERT ... VALUES`` statement and no model instances: ingest's
-    per-transaction marker rows (`analytics.rollups.record`), where building a model, compiling
-    the ORM's INSERT or opening a COPY costs more than the row. ``casts`` (one per column, "" for
-    none) are SQL types the placeholders are cast to on Postgres, such as ``uuid[]`` for an array
-    given as text. On Postgres the statement goes straight to the driver's cursor, as `insert_rows`'
-    COPY does (Django's cursor wrapper cost ~40 µs of a single trace's transaction); errors are
-    Django's."""
-    conn = connections[DEFAULT_DB_ALIAS]
-    sql = insert_few_sql(conn.vendor, table, tuple(columns), tuple(casts), len(rows))
-    params = [value for row in rows for value in row]
-    if conn.vendor != "postgresql":  # (SQLite's driver wants ? placeholders: Django's cursor turns %s into them)
-        with conn.cursor() as cursor:
-            cursor.execute(sql, params)
-        return
-    if conn.connection is None:
-        conn.ensure_connection()
-    with conn.wrap_database_errors, conn.connection.cursor() as cursor:
-        cursor.execute(sql, params)
-
-
-@cache
-def insert_few_sql(vendor: str, table: str, columns: tuple[str, ...], casts: tuple[str, ...], n: int) -> str:
-    """`insert_few`'s statement for ``n`` rows (kept: ingest sends the same few shapes again and again)."""
-    conn = connections[DEFAULT_DB_ALIAS]
-    if casts and len(casts) != len(columns):
-        raise ValueError(f"insert_few: {len(columns)} columns but {len(casts)} casts")
-    marks = [f"%s::{cast}" if cast and vendor == "postgresql" else "%s" for cast in (casts or ("",) * len(columns))]
-    row_sql = "(" + ", ".join(marks) + ")"
-    quoted = ", ".join(conn.ops.quote_name(c) for c in columns)
-    return f"INSERT INTO {conn.ops.quote_name(table)} ({quoted}) VALUES {', '.join([row_sql] * n)}"

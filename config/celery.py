@@ -1,7 +1,8 @@
+import logging
 import os
 from enum import StrEnum
 
-from celery import Celery
+from celery import Celery, signals
 
 
 class Queue(StrEnum):
@@ -17,6 +18,19 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("tracerelay")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Celery's line per task received, done and sent by beat (several every 10 s from the schedules alone),
+# at TRACERELAY_TASK_LOG_LEVEL: WARNING by default keeps failures and retries' errors, and lets
+# bin/run's first screen stay on the screen.
+TASK_LOGGERS = ("celery.app.trace", "celery.worker.strategy", "celery.beat")
+
+
+@signals.after_setup_logger.connect
+def _task_log_level(**_: object) -> None:
+    from django.conf import settings
+
+    for name in TASK_LOGGERS:
+        logging.getLogger(name).setLevel(settings.TRACERELAY_TASK_LOG_LEVEL)
 
 
 def ensure_interval_task(*, name: str, task: str, every: int, queue: Queue) -> None:

@@ -3,21 +3,15 @@ at once (API keys, upstreams, compiled routing, resolved integrations).
 
 Each cache ``subscribe``s a callback to a topic; the service that changes the data calls
 ``publish(topic, key)`` after its transaction commits. The callback runs in this process at once,
-and in every other process within milliseconds (Redis) or ~100 ms (the embedded default). A
-callback receives the key that changed, or None for "anything in this topic may have changed".
+and in every other process within milliseconds, through one Redis pub/sub channel. A callback
+receives the key that changed, or None for "anything in this topic may have changed".
 
 The hot paths stay as they were: no per-request round trip. Each process runs one daemon thread
 that listens, started the first time a cache fills (`ensure_listening`, which waits up to a second
-for the subscription so a fill never races past a change it could miss):
-
-- **With REDIS_URL**: the thread subscribes to one pub/sub channel (messages carry the topic and
-  key). If the connection drops, it reconnects and then tells every subscriber "anything may have
-  changed", because messages sent while it was away are lost.
-- **The embedded default** (one machine, no Redis): a file of generation counters in the data
-  folder, one 8-byte slot per topic. `publish` increments the topic's slot under an `flock`; the
-  thread reads the file (one 64-byte `pread`) every 100 ms and calls the topic's subscribers with
-  None when a slot moved. A whole topic is dropped, not one key: changes are rare (a revocation, an
-  edited rule) and refilling costs a few queries.
+for the subscription so a fill never races past a change it could miss). The thread subscribes to
+the channel (messages carry the topic and key). If the connection drops, it reconnects and then
+tells every subscriber "anything may have changed", because messages sent while it was away are
+lost.
 
 The caches keep their own short TTLs as the backstop when the bus itself is down (Redis out):
 then a change takes up to that TTL, as before.
@@ -25,16 +19,13 @@ then a change takes up to that TTL, as before.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
-import struct
 import threading
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -47,18 +38,8 @@ ROUTING = "routing"
 INTEGRATIONS = "integrations"
 PII_POLICIES = "pii"
 DEBUG_MODE = "debug"
-TOPICS = (
-    API_KEYS,
-    UPSTREAMS,
-    ROUTING,
-    INTEGRATIONS,
-    PII_POLICIES,
-    DEBUG_MODE,
-)  # the file backend's slots, in this order
+TOPICS = (API_KEYS, UPSTREAMS, ROUTING, INTEGRATIONS, PII_POLICIES, DEBUG_MODE)
 CHANNEL = "tracerelay:invalidate"
-POLL_INTERVAL_S = 0.1
-_SLOTS = 8
-_FORMAT = f"<{_SLOTS}Q"
 
 Callback = Callable[[str | None], None]
 _subscribers: dict[str, list[Callback]] = {topic: [] for topic in TOPICS}
@@ -91,7 +72,7 @@ def ensure_listening(timeout: float = 1.0) -> None:
         return
     with _lock:
         if _listener is None or _listener.pid != os.getpid():
-            _listener = _RedisListener(settings.REDIS_URL) if settings.REDIS_URL else _FileListener(generation_path())
+            _listener = _RedisListener(settings.REDIS_URL)
             _listener.start()
     _listener.ready.wait(timeout)
 
@@ -117,10 +98,7 @@ def channel() -> str:
 
 def _broadcast(topic: str, key: str | None) -> None:
     try:
-        if settings.REDIS_URL:
-            _redis(settings.REDIS_URL).publish(channel(), json.dumps({"t": topic, "k": key, "o": _origin}))
-        else:
-            bump_generation(generation_path(), topic)
+        _redis(settings.REDIS_URL).publish(channel(), json.dumps({"t": topic, "k": key, "o": _origin}))
     except Exception:  # the caches' own TTLs still bound how long other processes serve the old value
         log.warning("could not broadcast the invalidation of %s %s", topic, key, exc_info=True)
 
@@ -131,61 +109,11 @@ def _redis(url: str):  # type: ignore[no-untyped-def]
     return redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=1.0)
 
 
-# --- The embedded default: generation counters in a file -------------------------------------------
-
-
-def generation_path() -> Path:
-    return Path(settings.DATA_DIR) / "invalidation.gen"
-
-
-def _open(path: Path) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-
-
-def read_generations(fd: int) -> tuple[int, ...]:
-    raw = os.pread(fd, struct.calcsize(_FORMAT), 0)
-    return struct.unpack(_FORMAT, raw) if len(raw) == struct.calcsize(_FORMAT) else (0,) * _SLOTS
-
-
-def bump_generation(path: Path, topic: str) -> None:
-    fd = _open(path)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        counters = list(read_generations(fd))
-        counters[TOPICS.index(topic)] += 1
-        os.pwrite(fd, struct.pack(_FORMAT, *counters), 0)
-    finally:
-        os.close(fd)  # closing releases the lock
-
-
 class _Listener(threading.Thread):
     def __init__(self) -> None:
         super().__init__(name="invalidation-listener", daemon=True)
         self.pid = os.getpid()
         self.ready = threading.Event()
-
-
-class _FileListener(_Listener):
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.fd = _open(path)
-        self.seen = read_generations(self.fd)
-        self.ready.set()  # the first read is done: any later bump is seen
-
-    def run(self) -> None:
-        while True:
-            time.sleep(POLL_INTERVAL_S)
-            try:
-                now = read_generations(self.fd)
-            except OSError:
-                log.warning("invalidation: cannot read the generation file", exc_info=True)
-                continue
-            if now != self.seen:
-                for i, topic in enumerate(TOPICS):
-                    if now[i] != self.seen[i]:
-                        _apply(topic, None)
-                self.seen = now
 
 
 class _RedisListener(_Listener):

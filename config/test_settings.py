@@ -17,9 +17,6 @@ _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 CACHES["default"]["KEY_PREFIX"] = f"tr-test-{_RUN}-{_WORKER}"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
-# A second database on SQLite (in memory), for tests that check the embedded default's SQL
-# (JSON list and metadata filters) with `@pytest.mark.django_db(databases=["default", "sqlite"])`.
 from config.settings import DATABASES  # noqa: E402
 
 DATABASES["default"]["TEST"] = {"NAME": f"test_tracerelay_{_RUN}"}
-DATABASES["sqlite"] = {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}

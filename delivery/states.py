@@ -49,8 +49,8 @@ def claim(
 
     The WHERE on status makes the UPDATE the lock: of two workers racing for a row, the second's
     UPDATE finds it no longer pending (Postgres re-checks the condition once the first commits).
-    On Postgres, SKIP LOCKED also spares the loser from waiting on rows being claimed. RETURNING
-    says which rows were won without a second query (Postgres, and SQLite ≥ 3.35).
+    SKIP LOCKED also spares the loser from waiting on rows being claimed. RETURNING says which rows
+    were won without a second query.
 
     The rows are stamped with this process's lease (`lease.current`: a dead worker's claims are
     taken over within seconds) and, when ``batch_id`` is given, with the batch they are sent in
@@ -88,23 +88,16 @@ def claim(
         set_sql += ", batch_id = %s"
         set_params.append(prep("batch_id", batch_id))
     due_params = [DeliveryStatus.PENDING.value, prep("next_attempt_at", now + EARLY_SLACK)]
-    if connection.features.has_select_for_update_skip_locked:
-        # Lock by primary key only, and test status on the locked copy: a condition on status that
-        # the planner could answer from the in-flight index would scan every pending row of a backlog.
-        lock = "ORDER BY id FOR UPDATE" if whole else "FOR UPDATE SKIP LOCKED"
-        sql = (
-            f"WITH locked AS MATERIALIZED (SELECT id, status, next_attempt_at FROM {table}"
-            f" WHERE id IN ({marks}) {lock})"
-            f" UPDATE {table} SET {set_sql} FROM locked WHERE {table}.id = locked.id"
-            f" AND locked.status = %s AND locked.next_attempt_at <= %s RETURNING {table}.id, {table}.attempts"
-        )
-        params = [*ids, *set_params, *due_params]
-    else:
-        sql = (
-            f"UPDATE {table} SET {set_sql} WHERE id IN ({marks}) AND status = %s AND next_attempt_at <= %s"
-            " RETURNING id, attempts"
-        )
-        params = [*set_params, *ids, *due_params]
+    # Lock by primary key only, and test status on the locked copy: a condition on status that the
+    # planner could answer from the in-flight index would scan every pending row of a backlog.
+    lock = "ORDER BY id FOR UPDATE" if whole else "FOR UPDATE SKIP LOCKED"
+    sql = (
+        f"WITH locked AS MATERIALIZED (SELECT id, status, next_attempt_at FROM {table}"
+        f" WHERE id IN ({marks}) {lock})"
+        f" UPDATE {table} SET {set_sql} FROM locked WHERE {table}.id = locked.id"
+        f" AND locked.status = %s AND locked.next_attempt_at <= %s RETURNING {table}.id, {table}.attempts"
+    )
+    params = [*ids, *set_params, *due_params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         won = cursor.fetchall()

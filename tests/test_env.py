@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -89,3 +90,51 @@ def test_the_public_url_defaults_to_where_bin_run_serves(monkeypatch):
     result = subprocess.run([sys.executable, "-c", script], env={**env, "PORT": "8123"}, capture_output=True, text=True,
                             timeout=60)  # fmt: skip
     assert result.stdout.strip() == "http://127.0.0.1:8123", result.stderr
+
+
+def _settings_of(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    code = (
+        "import json, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'config.settings'\n"
+        "from django.conf import settings\n"
+        "db = settings.DATABASES['default']\n"
+        "print(json.dumps([db['ENGINE'], db['HOST'], db['NAME'], settings.REDIS_URL, settings.CELERY_BROKER_URL,"
+        " str(settings.DATA_DIR)]))"
+    )
+    drop = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "TRACERELAY_DATA_DIR")
+    clean = {k: v for k, v in os.environ.items() if k not in drop}
+    return subprocess.run(
+        [sys.executable, "-c", code], env={**clean, **env}, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_with_no_urls_the_settings_use_the_embedded_postgres_and_valkey_of_the_data_folder(tmp_path):
+    import json
+
+    done = _settings_of({"TRACERELAY_DATA_DIR": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    engine, host, name, redis_url, broker, data_dir = json.loads(done.stdout)
+    assert (engine, host, name) == ("django.db.backends.postgresql", str(tmp_path / "run"), "tracerelay")
+    assert redis_url == f"unix://{tmp_path}/run/valkey.sock?db=0"
+    assert broker == f"redis+socket://{tmp_path}/run/valkey.sock"
+    assert data_dir == str(tmp_path)
+
+
+def test_a_relative_data_folder_is_taken_from_the_checkout_wherever_the_command_runs():
+    import json
+    import shutil
+    import uuid
+
+    name = f".test-data-{uuid.uuid4().hex[:8]}"
+    root = Path(__file__).resolve().parents[1]
+    try:
+        done = _settings_of({"TRACERELAY_DATA_DIR": name})
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)[5] == str(root / name)
+    finally:
+        shutil.rmtree(root / name, ignore_errors=True)
+
+
+def test_the_settings_refuse_a_database_url_that_is_not_postgres(tmp_path):
+    done = _settings_of({"TRACERELAY_DATA_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3"})
+    assert done.returncode != 0
+    assert "DATABASE_URL must be a Postgres URL (postgres://…), not sqlite:" in done.stderr

@@ -79,8 +79,6 @@ PAGE_INDEX_TUPLE_COST = "0.05"
 
 def _read_page(qs: QuerySet[Trace]) -> list[Trace]:
     connection = connections[qs.db]
-    if connection.vendor != "postgresql":
-        return list(qs)
     with transaction.atomic(using=qs.db):
         with connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL cpu_index_tuple_cost = {PAGE_INDEX_TUPLE_COST}")

@@ -17,7 +17,7 @@ from .. import services
 from ..access import SESSION_TEAM, switch_team
 from ..forms import LoginForm, PasswordResetForm, SignupForm, TeamForm
 
-BACKEND = "django.contrib.auth.backends.ModelBackend"
+BACKEND = "accounts.backends.UsernameOrEmailBackend"
 
 
 def signup(request: HttpRequest) -> HttpResponse:

@@ -3,8 +3,7 @@ that stored it (``traces_trace.rollup_xid``, a column default, so ingest sends n
 rollups), and the fold keeps the snapshot up to which it has added traces (`FoldState`). A trace is
 pending while its transaction is not visible in that snapshot (`analytics.rollups`).
 
-The column is not a model field (Django never reads or writes it) and exists on Postgres only;
-SQLite keeps the `PendingBatch` rows.
+The column is not a model field (Django never reads or writes it).
 
 Rolling deploys: processes still on the previous release write `PendingBatch` rows with their
 traces. A trigger clears ``rollup_xid`` on the traces a batch row names, in the same transaction,
@@ -60,15 +59,11 @@ BACKWARD = [
 def forward(apps, schema_editor):
     state = apps.get_model("analytics", "FoldState")
     state.objects.using(schema_editor.connection.alias).get_or_create(pk=1, defaults={"snapshot": NOTHING_FOLDED})
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for sql in FORWARD:
         schema_editor.execute(sql)
 
 
 def backward(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for sql in BACKWARD:
         schema_editor.execute(sql)
 

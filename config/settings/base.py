@@ -1,3 +1,7 @@
+from django.core.exceptions import ImproperlyConfigured
+
+from config import embedded
+
 from .env import BASE_DIR, DATA_DIR, data_secret_key, env
 
 DEBUG = env.bool("DEBUG", default=False)
@@ -64,33 +68,27 @@ TEMPLATES = [
     }
 ]
 
-# Postgres in production (DATABASE_URL), SQLite in the data folder for the embedded default.
+# Postgres: DATABASE_URL, else the embedded Postgres that bin/run starts in the data folder
+# (config/embedded.py); one engine everywhere.
 DATA_DIR.mkdir(parents=True, exist_ok=True)
-DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'tracerelay.sqlite3'}")}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # psycopg 3's pool; persistent connections would double-pool.
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": env.int("DATABASE_POOL_MIN", default=2),
-        "max_size": env.int("DATABASE_POOL_MAX", default=20),
-        "timeout": 10,
-    }
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
-else:
-    # WAL lets the web process read while the worker writes; a busy timeout instead of "database is locked".
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
-    )
+DATABASE_URL = env.str("DATABASE_URL", default="")
+DATABASES = {"default": env.db_url_config(DATABASE_URL) if DATABASE_URL else embedded.database_settings(DATA_DIR)}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured(f"DATABASE_URL must be a Postgres URL (postgres://…), not {DATABASE_URL.split(':')[0]}:")
+# psycopg 3's pool; persistent connections would double-pool.
+DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+    "min_size": env.int("DATABASE_POOL_MIN", default=2),
+    "max_size": env.int("DATABASE_POOL_MAX", default=20),
+    "timeout": 10,
+}
+DATABASES["default"]["CONN_MAX_AGE"] = 0
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REDIS_URL = env.str("REDIS_URL", default="")
-CACHES = {
-    "default": (
-        {"BACKEND": "config.cache.ResilientRedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "tr"}
-        if REDIS_URL
-        else {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "tracerelay_cache"}
-    )
-}
+# Redis (cache, invalidation bus, Celery's broker): REDIS_URL, else the embedded Valkey.
+REDIS_URL = env.str("REDIS_URL", default="") or embedded.redis_url(DATA_DIR)
+CACHES = {"default": {"BACKEND": "config.cache.ResilientRedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "tr"}}
 
+AUTHENTICATION_BACKENDS = ["accounts.backends.UsernameOrEmailBackend"]  # the username or the e-mail
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -1,24 +1,17 @@
-"""Celery: Redis when REDIS_URL is set, else kombu's filesystem transport in the data folder."""
+"""Celery: Redis (REDIS_URL) or the embedded Valkey as the broker."""
+
+from config import embedded
 
 from .base import REDIS_URL
 from .env import DATA_DIR, env
 
-if REDIS_URL:
-    CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
-else:
-    _queue_dir = DATA_DIR / "broker"
-    for sub in ("out", "processed", "control"):
-        (_queue_dir / sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_queue_dir / "out"),
-        "data_folder_out": str(_queue_dir / "out"),
-        "processed_folder": str(_queue_dir / "processed"),
-        "control_folder": str(_queue_dir / "control"),  # else kombu writes ./control in the working directory
-        "store_processed": False,
-    }
+# kombu names a Unix socket redis+socket://, redis-py unix://: the embedded Valkey is both.
+_default_broker = embedded.broker_url(DATA_DIR) if REDIS_URL == embedded.redis_url(DATA_DIR) else REDIS_URL
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=_default_broker)
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
 
+# The level of Celery's line per task (received, succeeded, sent by beat): INFO to see every task.
+TRACERELAY_TASK_LOG_LEVEL = env.str("TRACERELAY_TASK_LOG_LEVEL", default="WARNING").upper()
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True

@@ -38,8 +38,9 @@ class StrictEnv(environ.Env):
 env = StrictEnv()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
-# Where the embedded default keeps its SQLite database and Celery's filesystem queue.
-DATA_DIR = Path(env.str("TRACERELAY_DATA_DIR", default=str(BASE_DIR / "data")))
+# The data folder: the embedded Postgres and Valkey (config/embedded.py), the secret key, the proxy's
+# spool. A relative path is taken from the checkout, wherever a command runs from.
+DATA_DIR = Path(os.path.abspath(BASE_DIR / env.str("TRACERELAY_DATA_DIR", default="data")))
 
 
 def data_secret_key() -> str:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
-
-import cel
+from typing import TYPE_CHECKING, Any
 
 from traces.records import TraceRecord
+
+if TYPE_CHECKING:
+    import cel
+
+# The `cel` package imports its command line (typer, prompt_toolkit) with its engine: ~0.3 CPU-s
+# that every process would pay at start-up (bin/run starts seven). Imported where a CEL condition
+# is compiled or first evaluated instead.
 
 # The names a condition may use: exactly what the router evaluates against.
 VARIABLES: frozenset[str] = frozenset(TraceRecord(trace_id="", team_id=0, model="").condition_context())
@@ -106,6 +111,8 @@ class Bindings:
 
     def activation(self) -> cel.Context:
         if self._activation is None:
+            import cel
+
             names = self.names if self.names is not None else VARIABLES
             self._activation = cel.Context(variables=cel_variables(self.ctx, names))
         return self._activation

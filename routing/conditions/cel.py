@@ -8,13 +8,14 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import cel
+from typing import TYPE_CHECKING, Any
 
 from traces.records import TraceRecord
 
 from .base import UNPRICED_REASON, VARIABLES, Bindings, Condition, ConditionError, cel_variables, to_cel
+
+if TYPE_CHECKING:
+    import cel
 
 # CEL type names may appear as identifiers: ``type(metadata.n) == double``.
 _TYPE_NAMES = frozenset({"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type", "type"})
@@ -274,6 +275,8 @@ _PROBE_CONTEXT: dict[str, Any] = {
 
 
 def compile_cel(source: str) -> CelCondition:
+    import cel  # (here, not at the top: see routing.conditions.base)
+
     if len(source) > MAX_EXPRESSION_LENGTH:
         raise ConditionError(f"The condition is longer than {MAX_EXPRESSION_LENGTH} characters.", None)
     try:

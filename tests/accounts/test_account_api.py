@@ -102,6 +102,14 @@ def test_login_returns_a_token_and_wrong_passwords_are_throttled(settings, team)
     assert UserToken.objects.count() == 1
 
 
+def test_login_takes_a_username_as_well(team):
+    user = member_of(team, Role.MEMBER, "dora")
+    assert user.email == "dora@example.com"
+    for name in ("dora", "dora@example.com"):
+        response = APIClient().post("/api/v1/auth/login", {"email": name, "password": "password"}, format="json")
+        assert response.status_code == 200, name
+
+
 def test_logout_revokes_the_token_at_once(team):
     client = token_client(member_of(team, Role.VIEWER))
     assert client.get("/api/v1/auth/me").status_code == 200

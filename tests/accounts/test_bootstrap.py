@@ -41,3 +41,20 @@ def test_a_second_start_makes_nothing_new_and_says_how_to_make_a_key():
     assert "tr_prod_" not in output
     assert "manage.py apikey create --team demo --environment production" in output
     assert "changepassword admin" in output
+
+
+def test_json_says_what_the_first_start_made_and_nothing_secret_later(monkeypatch):
+    import json
+
+    monkeypatch.setenv("TRACERELAY_ADMIN_PASSWORD", "s3cret-pass")
+    out = StringIO()
+    call_command("bootstrap", "--url", "http://h:1", "--json", stdout=out)
+    first = json.loads(out.getvalue())
+    assert first["url"] == "http://h:1" and first["first_start"] is True
+    assert (first["username"], first["email"], first["password"]) == ("admin", "admin@localhost", "s3cret-pass")
+    assert principal_for_key(first["key"]).team_id == Team.objects.get(name="demo").id
+    out = StringIO()
+    call_command("bootstrap", "--json", stdout=out)
+    again = json.loads(out.getvalue())
+    assert again["first_start"] is False and again["password"] is None and again["key"] is None
+    assert again["active_keys"] == 1 and again["email"] == "admin@localhost"

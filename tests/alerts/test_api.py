@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from alerts import services
 from alerts.models import Alert
-from analytics import rollups
 
 from ..factories import TraceFactory
 
@@ -134,16 +133,12 @@ def test_the_builtin_alert_can_be_turned_off_not_deleted_or_reshaped(api, team):
 def test_events_history(api, team):
     body = create(api, window={"type": "rolling", "minutes": 60}, threshold=1, notify={})
     now = timezone.now()
-    rollups.record(
-        [
-            TraceFactory(
-                team=team,
-                cost=Decimal(2),
-                model="gpt-4o",
-                environment="production",
-                timestamp=now - timedelta(minutes=2),
-            )
-        ]
+    TraceFactory(
+        team=team,
+        cost=Decimal(2),
+        model="gpt-4o",
+        environment="production",
+        timestamp=now - timedelta(minutes=2),
     )
     services.evaluate(body["id"], now)
     services.evaluate(body["id"], now + timedelta(minutes=70))

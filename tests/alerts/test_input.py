@@ -18,7 +18,6 @@ from alerts import services
 from alerts.definition import AlertError, parse_alert
 from alerts.forms import AlertForm
 from alerts.models import Alert, AlertEvent
-from analytics import rollups
 from integrations import urlguard
 
 from ..factories import TraceFactory
@@ -124,7 +123,7 @@ def test_a_threshold_too_small_to_keep_no_longer_becomes_zero(api, team):
     alert = create(api, threshold=1.4e-10)
     assert Alert.objects.get(pk=alert["id"]).threshold == Decimal("1E-10")
     assert services.evaluate(alert["id"], NOW).event is None  # nothing spent: not firing
-    rollups.record([TraceFactory(team=team, cost=Decimal("0.000001"), timestamp=NOW - timedelta(minutes=1))])
+    TraceFactory(team=team, cost=Decimal("0.000001"), timestamp=NOW - timedelta(minutes=1))
     assert services.evaluate(alert["id"], NOW).event == "fired"
 
 
@@ -200,7 +199,7 @@ def test_webhook_urls_pass_the_url_guard_when_saved(api, settings, dns, url, pri
 
 
 def spend_and_fire(team, alert_id: int) -> dict[str, Any]:
-    rollups.record([TraceFactory(team=team, cost=Decimal(9), timestamp=NOW - timedelta(minutes=1))])
+    TraceFactory(team=team, cost=Decimal(9), timestamp=NOW - timedelta(minutes=1))
     assert services.evaluate(alert_id, NOW).event == "fired"
     return AlertEvent.objects.get(alert_id=alert_id).notifications["webhooks"][0]
 

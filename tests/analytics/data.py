@@ -12,7 +12,6 @@ from typing import Any
 
 from django.db import transaction
 
-from analytics import rollups
 from config.bulk import build_row, insert_rows
 from traces.ids import new_trace_id
 from traces.models import Trace
@@ -76,7 +75,6 @@ def store(rows: list[Trace], *, batch: int = 250) -> None:
         chunk = rows[i : i + batch]
         with transaction.atomic():
             insert_rows(chunk)
-            rollups.record(chunk)
 
 
 # ---- the brute-force recount ---------------------------------------------------------------

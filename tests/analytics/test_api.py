@@ -22,15 +22,13 @@ SECTIONS = {"range", "totals", "latency_ms", "ttft_ms", "series", "groups", "que
 @pytest.fixture
 def stored(team, other_team):
     now = timezone.now()
-    rows = [
+    return [
         TraceFactory(team=team, timestamp=now - timedelta(minutes=5), cost=Decimal("0.5"), latency_ms=100),
         TraceFactory(
             team=team, timestamp=now - timedelta(minutes=3), cost=Decimal("0.25"), latency_ms=300, status="error"
         ),
         TraceFactory(team=other_team, timestamp=now - timedelta(minutes=2), cost=Decimal("7"), latency_ms=5000),
     ]
-    rollups.record(rows)
-    return rows
 
 
 def test_it_needs_a_key(anon_api):
@@ -73,12 +71,9 @@ def test_it_answers_with_the_teams_own_figures(request, stored, client):
 @pytest.mark.parametrize("param", ["user_id", "session_id"])
 def test_a_user_or_session_filter_counts_only_their_traces(api, team, param):
     now = timezone.now()
-    rows = [
-        TraceFactory(team=team, timestamp=now - timedelta(minutes=4), **{param: "u-1"}),
-        TraceFactory(team=team, timestamp=now - timedelta(minutes=3), **{param: "u-2"}),
-        TraceFactory(team=team, timestamp=now - timedelta(minutes=2)),
-    ]
-    rollups.record(rows)
+    TraceFactory(team=team, timestamp=now - timedelta(minutes=4), **{param: "u-1"})
+    TraceFactory(team=team, timestamp=now - timedelta(minutes=3), **{param: "u-2"})
+    TraceFactory(team=team, timestamp=now - timedelta(minutes=2))
     body = api.get(URL, {"time_range": "1h", param: "u-1"}).json()
     assert (body["totals"]["count"], body["source"]) == (1, "raw")
 
@@ -165,8 +160,8 @@ def test_rate_limits_show_the_last_headers_per_upstream(api, team):
             },
         )
 
-    rows = [limited(30, "main", "5"), limited(10, "main", "0"), limited(20, "backup", "7")]
-    rollups.record(rows)
+    for minutes, upstream, remaining in ((30, "main", "5"), (10, "main", "0"), (20, "backup", "7")):
+        limited(minutes, upstream, remaining)
     body = api.get(URL, {"time_range": "1h"}).json()["rate_limits"]
     assert [(x["upstream"], x["remaining_requests"], x["remaining_tokens"]) for x in body["latest"]] == [
         ("main", 0, 0),

@@ -20,7 +20,6 @@ pytestmark = pytest.mark.django_db
 
 def _trace(team, age: timedelta, *, delivered: bool = False) -> Trace:
     trace = TraceFactory(team=team, timestamp=timezone.now() - age)
-    rollups.record([trace])
     if delivered:
         Delivery.objects.create(team=team, trace=trace, destination="langfuse", status="delivered")
     return trace

@@ -1,7 +1,7 @@
-"""The write path and the fold: on Postgres a trace row names its own transaction (rollup_xid) and
-ingest sends nothing more; the fold adds the traces its stored snapshot does not see into one row
-per slice, once, and stores the newer snapshot. Batch rows (SQLite's form, and that of the previous
-release's processes in a rolling deploy) are added and deleted."""
+"""The write path and the fold: a trace row names its own transaction (rollup_xid) and ingest sends
+nothing more; the fold adds the traces its stored snapshot does not see into one row per slice,
+once, and stores the newer snapshot. Batch rows (the previous release's processes' form, in a
+rolling deploy) are added and deleted."""
 
 from __future__ import annotations
 
@@ -12,13 +12,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
-from django.test.utils import CaptureQueriesContext
 from django_celery_beat.models import PeriodicTask
 
 from analytics import rollups, sketch, snapshots, tasks
 from analytics.models import DayRollup, HourRollup, Kind, MinuteRollup, PendingBatch, RollupDelta
 from analytics.snapshots import Snapshot
-from config.bulk import insert_few, insert_rows
+from config.bulk import insert_rows
 from traces.models import SPAN_PROVIDER
 
 from ..factories import TraceFactory
@@ -29,10 +28,9 @@ MINUTE = int(WHEN.timestamp()) // 60 * 60
 
 
 def _stored(rows):
-    """As ingest: the traces (and, where the database needs them, their batch rows) in one transaction."""
+    """As ingest: the traces in one transaction."""
     with transaction.atomic():
         insert_rows(rows)
-        rollups.record(rows)
     return rows
 
 
@@ -41,12 +39,11 @@ def _stored_by_previous_release(rows):
     with transaction.atomic():
         insert_rows(rows)
         seconds = [int(t.timestamp.timestamp()) for t in rows]
-        ids = "{" + ",".join(str(t.id) for t in rows) + "}"
-        insert_few(
-            "analytics_pendingbatch",
-            ["team_id", "trace_ids", "first_second", "last_second"],
-            [(rows[0].team_id, ids, min(seconds), max(seconds))],
-            casts=("", "uuid[]", "", ""),
+        PendingBatch.objects.create(
+            team_id=rows[0].team_id,
+            trace_ids=[t.id for t in rows],
+            first_second=min(seconds),
+            last_second=max(seconds),
         )
     return rows
 
@@ -57,16 +54,13 @@ def _xids(rows):
         return [None if x is None else int(x) for (x,) in cursor.fetchall()]
 
 
-def test_ingest_sends_no_statement_for_the_rollups_and_its_rows_name_their_transaction(team):
+def test_a_trace_row_names_the_transaction_that_stored_it(team):
     rows = TraceFactory.build_batch(3, team=team, timestamp=WHEN)
     with transaction.atomic():
         insert_rows(rows)
-        with CaptureQueriesContext(connection) as queries:
-            rollups.record(rows)
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_current_xact_id()::text")
             own = int(cursor.fetchone()[0])
-    assert len(queries) == 0
     assert _xids(rows) == [own] * 3
     assert not PendingBatch.objects.exists()
 

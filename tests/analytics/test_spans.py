@@ -40,7 +40,6 @@ def stored(team):
             session_id="s1",
         ),
     ]
-    rollups.record(rows)
     return rows
 
 

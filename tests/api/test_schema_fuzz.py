@@ -30,7 +30,6 @@ from django.utils import timezone
 
 from alerts import services as alert_services
 from alerts.definition import parse_alert
-from analytics import rollups
 from reports import services as report_services
 from reports.definition import parse_definition
 from reports.models import ReportRun, RunStatus
@@ -52,8 +51,7 @@ EXCLUDE = r"^/api/v1/integrations/(\{[^}]+\}/)?test$"
 def test_schemathesis_finds_nothing_against_a_live_server(live_server, tmp_path) -> None:
     team = TeamFactory(name="fuzz")
     PlantFactory(team=team)
-    trace = TraceFactory(team=team, trace_id="known", tags=["a"], metadata={"k": "v"}, cost=Decimal("0.5"))
-    rollups.record([trace])
+    TraceFactory(team=team, trace_id="known", tags=["a"], metadata={"k": "v"}, cost=Decimal("0.5"))
     config = config_with_seeds(tmp_path, seed_report_and_alert(team.pk))
     IntegrationFactory(team=team, name="langfuse-prod", platform="langfuse", config={})
     key = ApiKeyFactory(team=team, environment="production")._raw

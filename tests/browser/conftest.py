@@ -82,13 +82,12 @@ def live_server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[s
     for each in connections.all():
         if hasattr(each, "close_pool"):
             each.close_pool()
-    if connection.vendor == "postgresql":
-        with django_db_blocker.unblock(), connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-        connection.close()
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    connection.close()
 
 
 @pytest.fixture

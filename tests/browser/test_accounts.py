@@ -40,7 +40,7 @@ def test_sign_up_then_log_out_and_back_in(page, shoot):
     page.get_by_role("menuitem", name="Log out").click()
     expect(page).to_have_url(re.compile(r"/login$"))
 
-    page.get_by_label("E-mail").fill("grace@example.com")
+    page.get_by_label("Username or e-mail").fill("grace@example.com")
     page.get_by_label("Password").fill("wrong")
     page.get_by_role("button", name="Log in").click()
     expect(page.get_by_role("alert")).to_contain_text("do not match")
@@ -98,3 +98,39 @@ def test_switching_teams(page, sign_in, shoot):
     shoot(page, "team-new")
     page.get_by_role("button", name="Create team").click()
     expect(page.get_by_label("Team: Research. Switch team")).to_be_visible()
+
+
+def test_the_readme_first_steps_a_trace_sent_with_the_bootstrap_key_is_in_the_feed(page, shoot, live, monkeypatch):
+    """README, "First steps": bin/run's bootstrap, a trace sent with its key, the admin logs in with
+    the e-mail and finds the trace at the top of the feed."""
+    import json
+    import urllib.request
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    monkeypatch.setenv("TRACERELAY_ADMIN_PASSWORD", "first-steps-pass")
+    out = StringIO()
+    call_command("bootstrap", "--url", live, "--json", stdout=out)
+    key = json.loads(out.getvalue())["key"]
+    body = {"model": "gpt-4o", "prompt_tokens": 120, "completion_tokens": 48, "tags": ["first"]}
+    request = urllib.request.Request(
+        f"{live}/api/v1/traces",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 201
+        trace_id = json.loads(response.read())["id"]
+
+    page.goto("/traces")
+    expect(page).to_have_url(re.compile(r"/login\?next=/traces$"))
+    expect(page.get_by_label("Username or e-mail")).to_be_visible()
+    shoot(page, "login-username-or-email")
+    page.get_by_label("Username or e-mail").fill("admin@localhost")
+    page.get_by_label("Password").fill("first-steps-pass")
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(re.compile(r"/traces$"))
+    expect(page.locator("#feed-rows tr").first).to_contain_text("gpt-4o")
+    expect(page.locator(f'#feed-rows a[href*="{trace_id}"]').first).to_be_visible()
+    shoot(page, "first-steps-feed")

@@ -14,7 +14,6 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from accounts.models import Role
-from analytics import rollups
 from delivery.models import Delivery, DeliveryStatus
 
 from ..factories import MembershipFactory, TraceFactory, UserFactory
@@ -63,7 +62,6 @@ def a_day_of_calls(team):
                 metadata=metadata,
             )
         )
-    rollups.record(rows)
     for trace in rows[:3]:
         Delivery.objects.create(team=team, trace=trace, destination="langfuse", spec={"destination": "langfuse"})
     Delivery.objects.create(

@@ -14,7 +14,6 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from accounts.models import Role
-from analytics import rollups
 from reports import services
 from reports.definition import parse_definition
 
@@ -41,12 +40,8 @@ def worker(monkeypatch):
 
 def test_an_admin_makes_runs_and_downloads_a_report(page, sign_in, shoot, team, worker):
     now = timezone.now()
-    rollups.record(
-        [
-            TraceFactory(team=team, model=m, timestamp=now - timedelta(hours=h), cost=Decimal("0.3"))
-            for m, h in (("gpt-4o", 2), ("gpt-4o-mini", 20), ("claude-sonnet-4", 40))
-        ]
-    )
+    for m, h in (("gpt-4o", 2), ("gpt-4o-mini", 20), ("claude-sonnet-4", 40)):
+        TraceFactory(team=team, model=m, timestamp=now - timedelta(hours=h), cost=Decimal("0.3"))
     admin = MembershipFactory(team=team, user=UserFactory(username="ada@example.com"), role=Role.ADMIN).user
     sign_in(page, admin)
     page.goto("/reports")

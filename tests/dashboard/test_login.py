@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from io import StringIO
 
 import pytest
 from django.test import Client, override_settings
@@ -122,3 +123,32 @@ def test_a_form_without_its_token_gets_a_page_that_says_what_to_do(user, email):
     client = Client(enforce_csrf_checks=True)
     response = client.post("/login", {"username": email, "password": "password"})
     assert response.status_code == 403 and b"This page has expired" in response.content
+
+
+def test_the_form_asks_for_a_username_or_an_e_mail(client):
+    assert b">Username or e-mail</label>" in client.get("/login").content
+
+
+@pytest.mark.parametrize("name", ["admin", "ADMIN", "admin@localhost", "Admin@Localhost"])
+def test_the_bootstrap_admin_logs_in_with_its_username_or_its_e_mail(client, name, monkeypatch):
+    from django.core.management import call_command
+
+    monkeypatch.setenv("TRACERELAY_ADMIN_PASSWORD", "s3cret-pass")
+    call_command("bootstrap", "--json", stdout=StringIO())
+    response = client.post("/login", {"username": name, "password": "s3cret-pass"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert client.get("/settings/team").status_code == 200
+
+
+def test_an_address_two_accounts_share_signs_in_neither(client):
+    for username in ("ann", "bob"):
+        UserFactory(username=username, email="shared@example.com")
+    response = client.post("/login", {"username": "shared@example.com", "password": "password"})
+    assert response.status_code == 400 and "do not match" in response.content.decode()
+    assert client.post("/login", {"username": "bob", "password": "password"}).status_code == 302
+
+
+def test_a_wrong_password_for_an_e_mail_is_refused(client):
+    UserFactory(username="carol", email="carol@example.com")
+    response = client.post("/login", {"username": "carol@example.com", "password": "nope"})
+    assert response.status_code == 400 and "_auth_user_id" not in client.session

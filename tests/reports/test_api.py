@@ -14,7 +14,6 @@ from django_celery_beat.models import PeriodicTask
 from pypdf import PdfReader
 
 from accounts.models import AuditEvent
-from analytics import rollups
 from reports import services
 from reports.models import Report, ReportRun
 
@@ -156,22 +155,15 @@ def test_scopes_and_tenants(api, dev_api, ci_api, other_api, anon_api):
 
 def test_run_now_then_download(api, team, no_broker, django_capture_on_commit_callbacks):
     now = timezone.now()
-    traces = [
-        TraceFactory(
-            team=team,
-            model="gpt-4o",
-            environment="production",
-            timestamp=now - timedelta(hours=2),
-            cost=Decimal("0.25"),
-        ),
-        TraceFactory(
-            team=team, model="gpt-4o", environment="production", timestamp=now - timedelta(days=2), cost=Decimal("0.5")
-        ),
-        TraceFactory(
-            team=team, model="gpt-4o", environment="development", timestamp=now - timedelta(hours=1), cost=Decimal("9")
-        ),
-    ]
-    rollups.record(traces)
+    TraceFactory(
+        team=team, model="gpt-4o", environment="production", timestamp=now - timedelta(hours=2), cost=Decimal("0.25")
+    )
+    TraceFactory(
+        team=team, model="gpt-4o", environment="production", timestamp=now - timedelta(days=2), cost=Decimal("0.5")
+    )
+    TraceFactory(
+        team=team, model="gpt-4o", environment="development", timestamp=now - timedelta(hours=1), cost=Decimal("9")
+    )
     body = create(api, recipients=[])
     with django_capture_on_commit_callbacks(execute=True):
         r = api.post(f"{URL}/{body['id']}/run")

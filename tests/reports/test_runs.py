@@ -13,7 +13,6 @@ import pytest
 from django.utils import timezone
 from pypdf import PdfReader
 
-from analytics import rollups
 from reports import services
 from reports.definition import parse_definition
 from reports.models import ReportRun, RunStatus
@@ -27,12 +26,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def report(team):
     now = timezone.now()
-    rollups.record(
-        [
-            TraceFactory(team=team, model=m, timestamp=now - timedelta(hours=h), cost=Decimal("0.1"))
-            for m, h in (("gpt-4o", 1), ("gpt-4o", 30), ("claude-sonnet-4", 5))
-        ]
-    )
+    for m, h in (("gpt-4o", 1), ("gpt-4o", 30), ("claude-sonnet-4", 5)):
+        TraceFactory(team=team, model=m, timestamp=now - timedelta(hours=h), cost=Decimal("0.1"))
     definition = parse_definition(
         {
             "name": "Daily spend",

@@ -1,5 +1,4 @@
-"""GIN indexes for the feed's list and metadata filters (jsonb containment). Postgres only:
-SQLite, the embedded default, answers those filters with json_each and needs none."""
+"""GIN indexes for the feed's list and metadata filters (jsonb containment)."""
 
 from django.db import migrations
 
@@ -11,15 +10,11 @@ INDEXES = {
 
 
 def create(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for name, column in INDEXES.items():
         schema_editor.execute(f"CREATE INDEX IF NOT EXISTS {name} ON traces_trace USING gin ({column} jsonb_path_ops)")
 
 
 def drop(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
     for name in INDEXES:
         schema_editor.execute(f"DROP INDEX IF EXISTS {name}")
 

@@ -26,8 +26,6 @@ class Command(BaseCommand):
     help = "After a logical restore into another cluster, before the service starts: settle the rollups' snapshot."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if connection.vendor != "postgresql":
-            raise CommandError("only Postgres keeps the rollups by transaction id")
         with transaction.atomic():
             if not rollups.take_fold_lock():
                 raise CommandError("a fold is running: stop the workers and beat first")
