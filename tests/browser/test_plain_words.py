@@ -17,7 +17,6 @@ from playwright.sync_api import expect
 from accounts.models import Role
 from alerts import services as alert_services
 from alerts.definition import parse_alert
-from analytics import rollups
 from reports import services as report_services
 from reports.definition import parse_definition
 
@@ -46,7 +45,6 @@ def calls(team):
         TraceFactory(team=team, timestamp=now, model="gpt-4o", cost=Decimal("0.25"), tags=["half"]),
         TraceFactory(team=team, timestamp=now, model="gpt-4o", cost=None, unpriced=True, tags=["half"]),
     ]
-    rollups.record(rows)
     return rows
 
 
