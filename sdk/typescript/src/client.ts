@@ -14,6 +14,7 @@ import { type Answer, Transport } from "./transport.js";
 const MAX_TRACE_BYTES = 1024 * 1024 - 4096; // the server's 1 MiB per trace, with room for what we add
 const MAX_REQUEST_BYTES = 5 * 1024 * 1024; // under the server's 10 MiB per batch
 const MAX_BACKOFF = 30_000;
+const EXIT_TEARDOWN = 250; // ms of shutdownTimeout left for the process to exit after we let go
 
 export interface Stats {
   captured: number; // traces built from records
@@ -113,7 +114,9 @@ export class Client {
     if (this.stopped || this.exitTimer !== undefined) return;
     if (this.queue.length === this.head && !this.running) return;
     this.exiting = true;
-    this.exitTimer = setTimeout(() => this.giveUp("shutdownTimeout at exit"), this.config.shutdownTimeout);
+    // The process's own teardown takes a little too: keep it inside the budget.
+    const hold = Math.max(0, this.config.shutdownTimeout - EXIT_TEARDOWN);
+    this.exitTimer = setTimeout(() => this.giveUp("shutdownTimeout at exit"), hold);
     this.everything = true;
     this.wakeUp();
     this.schedule();
@@ -141,10 +144,11 @@ export class Client {
     this.running = true;
     try {
       if (this.routingRules === "pending") await this.registerRules();
+      let everything = false; // once asked (a flush, the interval, exit), this loop sends partial batches too
       while (this.queue.length > this.head) {
-        const everything = this.everything || !this.config.batch || this.exiting;
-        if (!everything && this.queue.length - this.head < this.config.batchSize) break;
+        everything = everything || this.everything || !this.config.batch || this.exiting;
         this.everything = false;
+        if (!everything && this.queue.length - this.head < this.config.batchSize) break;
         await this.sendBatch();
       }
     } catch (error) {
