@@ -1,0 +1,212 @@
+#!/usr/bin/env node
+// Added time per call of the TypeScript SDK, beside Langfuse's and OpenLLMetry's JS SDKs, in the same run.
+//
+//   (cd sdk/typescript && npm ci && npm run build)
+//   (mkdir -p bench/.ts-peers && cd bench/.ts-peers && npm init -y >/dev/null && npm install openai@6.49.0 \
+//      @langfuse/openai@5.11.1 @langfuse/otel@5.11.1 @langfuse/tracing@5.11.1 @opentelemetry/api@1.10.0 \
+//      @opentelemetry/sdk-trace-node@2.12.1 @opentelemetry/sdk-trace-base@2.12.1 @traceloop/instrumentation-openai@0.27.0)
+//   node bench/sdk_ts_overhead.mjs [--calls 2000] [--rounds 5]
+//
+// Each variant runs in a fresh Node process: the real `openai` package (from bench/.ts-peers) with
+// `globalThis.fetch` replaced by an in-memory fake that answers at once (a chat completion, or a stream
+// of 11 events, plus the usage event when asked), so the difference between a plain and an instrumented
+// call is the instrumentation alone, not the network. Variants:
+//   plain        no instrumentation
+//   tracerelay   init({...}) immediate mode / batch mode, sending to a sink in this (the parent) process
+//   langfuse     @langfuse/openai's observeOpenAI(client) + a NodeTracerProvider with LangfuseSpanProcessor
+//                (exporting to the same sink)
+//   openllmetry  @traceloop/instrumentation-openai (manuallyInstrument) + a BatchSpanProcessor whose
+//                exporter drops the spans
+// Figures: wall time per awaited call (a stream: read to its end), median of the rounds, minus plain's
+// in the same round; everything the SDK does on the event loop between calls (building traces, JSON,
+// HTTP) falls inside that time, since Node runs it on the same thread. Also CPU µs per call (the process's
+// user+system time over the calls and a final flush).
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import http from "node:http";
+import { createRequire } from "node:module";
+import { cpus, loadavg } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const PEERS = process.env.TS_PEERS ?? join(here, ".ts-peers");
+const SDK = join(here, "..", "sdk", "typescript", "dist", "esm", "index.js");
+const arg = (name, fallback) => {
+  const at = process.argv.indexOf(name);
+  return at > 0 ? process.argv[at + 1] : fallback;
+};
+
+// --- the child: one variant -----------------------------------------------------------------------
+
+const CHUNK_WORDS = ["Hello", " there", "!", " How", " can", " I", " help", "?"];
+
+function fakeFetch() {
+  const encoder = new TextEncoder();
+  const base = { id: "chatcmpl-b", created: 1700000000, model: "gpt-4o-mini-2024-07-18" };
+  const usage = { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 };
+  const json = JSON.stringify({
+    ...base,
+    object: "chat.completion",
+    choices: [{ index: 0, message: { role: "assistant", content: CHUNK_WORDS.join("") }, finish_reason: "stop" }],
+    usage,
+  });
+  const event = (value) => encoder.encode(`data: ${JSON.stringify(value)}\n\n`);
+  const head = { ...base, object: "chat.completion.chunk" };
+  const chunks = [event({ ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }] })];
+  for (const word of CHUNK_WORDS) chunks.push(event({ ...head, choices: [{ index: 0, delta: { content: word }, finish_reason: null }] }));
+  chunks.push(event({ ...head, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }));
+  const usageChunk = event({ ...head, choices: [], usage });
+  const done = encoder.encode("data: [DONE]\n\n");
+  return async function fetch(_url, init) {
+    const body = String(init?.body ?? "");
+    if (!body.includes('"stream":true')) {
+      return new Response(json, { status: 200, headers: { "content-type": "application/json" } });
+    }
+    const parts = [...chunks, ...(body.includes('"include_usage":true') ? [usageChunk] : []), done];
+    let i = 0;
+    const stream = new ReadableStream({
+      pull(controller) {
+        if (i < parts.length) controller.enqueue(parts[i++]);
+        else controller.close();
+      },
+    });
+    return new Response(stream, { status: 200, headers: { "content-type": "text/event-stream" } });
+  };
+}
+
+async function child(variant, calls, sink) {
+  globalThis.fetch = fakeFetch(); // before any SDK loads: every one of them wraps or uses this fetch
+  const peer = createRequire(join(PEERS, "package.json"));
+  const { default: OpenAI } = await import(pathToFileURL(peer.resolve("openai")).href);
+  let client = new OpenAI({ apiKey: "sk-bench", baseURL: "http://fake.invalid/v1", maxRetries: 0 });
+  let flush = async () => {};
+  if (variant.startsWith("tracerelay")) {
+    const sdk = await import(pathToFileURL(SDK).href);
+    sdk.init({ apiKey: "tr_dev_bench", baseUrl: sink, serviceName: "bench", batch: variant.endsWith("batch") });
+    client = new OpenAI({ apiKey: "sk-bench", baseURL: "http://fake.invalid/v1", maxRetries: 0 });
+    flush = () => sdk.flush(30_000);
+  } else if (variant === "langfuse") {
+    const { NodeTracerProvider } = await import(pathToFileURL(peer.resolve("@opentelemetry/sdk-trace-node")).href);
+    const { LangfuseSpanProcessor } = await import(pathToFileURL(peer.resolve("@langfuse/otel")).href);
+    const { observeOpenAI } = await import(pathToFileURL(peer.resolve("@langfuse/openai")).href);
+    const processor = new LangfuseSpanProcessor({ publicKey: "pk-lf-bench", secretKey: "sk-lf-bench", baseUrl: sink });
+    const provider = new NodeTracerProvider({ spanProcessors: [processor] });
+    provider.register();
+    client = observeOpenAI(client);
+    flush = () => processor.forceFlush();
+  } else if (variant === "openllmetry") {
+    const { NodeTracerProvider } = await import(pathToFileURL(peer.resolve("@opentelemetry/sdk-trace-node")).href);
+    const { BatchSpanProcessor } = await import(pathToFileURL(peer.resolve("@opentelemetry/sdk-trace-base")).href);
+    const { OpenAIInstrumentation } = await import(pathToFileURL(peer.resolve("@traceloop/instrumentation-openai")).href);
+    const dropping = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {}, forceFlush: async () => {} };
+    const processor = new BatchSpanProcessor(dropping);
+    const provider = new NodeTracerProvider({ spanProcessors: [processor] });
+    provider.register();
+    const instrumentation = new OpenAIInstrumentation();
+    instrumentation.setTracerProvider(provider);
+    instrumentation.manuallyInstrument(await import(pathToFileURL(peer.resolve("openai")).href));
+    client = new OpenAI({ apiKey: "sk-bench", baseURL: "http://fake.invalid/v1", maxRetries: 0 });
+    flush = () => processor.forceFlush();
+  }
+  const messages = [{ role: "user", content: "hi" }];
+  const once = {
+    json: () => client.chat.completions.create({ model: "gpt-4o-mini", messages }),
+    stream: async () => {
+      const stream = await client.chat.completions.create({ model: "gpt-4o-mini", messages, stream: true });
+      let n = 0;
+      for await (const _ of stream) n++;
+      if (n !== 10) throw new Error(`the app saw ${n} chunks, not 10`);
+    },
+  };
+  const out = {};
+  for (const kind of ["json", "stream"]) {
+    for (let i = 0; i < 300; i++) await once[kind](); // warm up
+    await flush();
+    const cpu = process.cpuUsage();
+    const t0 = performance.now();
+    for (let i = 0; i < calls; i++) await once[kind]();
+    const wall = performance.now() - t0;
+    await flush();
+    const used = process.cpuUsage(cpu);
+    out[kind] = { wall_us: (wall * 1000) / calls, cpu_us: (used.user + used.system) / calls };
+  }
+  process.stdout.write(JSON.stringify(out));
+}
+
+// --- the parent: rounds of every variant, a sink for what they send ---------------------------------
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+async function parent() {
+  const calls = Number(arg("--calls", 2000));
+  const rounds = Number(arg("--rounds", 5));
+  if (!existsSync(SDK)) throw new Error("build the SDK first: (cd sdk/typescript && npm ci && npm run build)");
+  const variants = ["plain", "tracerelay-immediate", "tracerelay-batch"];
+  const peer = createRequire(join(PEERS, "package.json"));
+  const has = (name) => {
+    try {
+      peer.resolve(name);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!has("openai")) throw new Error(`install openai (and the peers) into ${PEERS}: see the top of this file`);
+  if (has("@langfuse/openai")) variants.push("langfuse");
+  if (has("@traceloop/instrumentation-openai")) variants.push("openllmetry");
+  let received = 0;
+  const sink = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      received++;
+      res.writeHead(req.url.endsWith("/batch") ? 200 : 201, { "content-type": "application/json" });
+      res.end("{}");
+    });
+  });
+  await new Promise((resolve) => sink.listen(0, "127.0.0.1", resolve));
+  const sinkUrl = `http://127.0.0.1:${sink.address().port}`;
+  const results = Object.fromEntries(variants.map((v) => [v, []]));
+  const load = [];
+  for (let round = 0; round < rounds; round++) {
+    load.push(loadavg()[0]);
+    for (const variant of variants) {
+      const out = await new Promise((resolve, reject) => {
+        const proc = spawn(process.execPath, [fileURLToPath(import.meta.url), "--child", variant, "--calls", String(calls), "--sink", sinkUrl], {
+          stdio: ["ignore", "pipe", "inherit"],
+        });
+        let text = "";
+        proc.stdout.on("data", (part) => (text += part));
+        proc.on("close", (code) => (code === 0 ? resolve(JSON.parse(text)) : reject(new Error(`${variant} exited ${code}`))));
+      });
+      results[variant].push(out);
+    }
+  }
+  sink.close();
+  const row = (variant, kind, field) => median(results[variant].map((r, i) => r[kind][field] - results.plain[i][kind][field]));
+  console.log(`node ${process.version}, ${cpus().length} cores, load average ${median(load).toFixed(1)} (median of the rounds), ${rounds} rounds of ${calls} calls`);
+  console.log(`plain call: ${median(results.plain.map((r) => r.json.wall_us)).toFixed(1)} µs JSON, ${median(results.plain.map((r) => r.stream.wall_us)).toFixed(1)} µs stream (11 events) — the openai package's own work on a fake fetch`);
+  console.log("\n| instrumentation | JSON call: added µs (wall) | stream: added µs (wall) | JSON: added CPU µs | stream: added CPU µs |");
+  console.log("|---|---|---|---|---|");
+  for (const variant of variants.slice(1)) {
+    const cells = [row(variant, "json", "wall_us"), row(variant, "stream", "wall_us"), row(variant, "json", "cpu_us"), row(variant, "stream", "cpu_us")];
+    console.log(`| ${variant} | ${cells.map((c) => c.toFixed(1)).join(" | ")} |`);
+  }
+  console.log(`\n(requests received by the sink: ${received})`);
+}
+
+if (process.argv.includes("--child")) {
+  child(arg("--child"), Number(arg("--calls", 2000)), arg("--sink")).catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+} else {
+  parent().catch((error) => {
+    console.error(error.message);
+    process.exit(1);
+  });
+}
