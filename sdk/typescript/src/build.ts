@@ -31,7 +31,7 @@ const ERROR_TYPES: Record<number, string> = {
 };
 
 function callTrace(call: Call, config: Config): Trace {
-  const request = call.request ?? parseJson(call.body);
+  const request = parseJson(call.body); // the app's request as it made it (before any usage injection)
   const fields = call.status >= 200 && call.status < 300 ? readReply(call) : {};
   const model = fields.model || (request && typeof request.model === "string" ? request.model : undefined) || "unknown";
   const trace: Trace = {

@@ -83,16 +83,13 @@ function traced(original: Fetch, input: Parameters<Fetch>[0], init: RequestInit 
     call = new Call(target.provider, target.endpoint, init.body, context().getStore());
     call.retry = Number(header(init.headers, "x-stainless-retry-count")) || 0;
     const body = init.body;
-    if (body.includes('"stream":true')) {
+    const at = body.lastIndexOf(STREAM_TRUE);
+    if (at >= 0) {
       call.stream = true;
-      if (target.endpoint === "chat" && client.config.injectStreamUsage && !body.includes('"stream_options"')) {
-        const request = JSON.parse(body);
-        if (request?.stream === true && request.stream_options == null && body.endsWith("}")) {
-          call.request = request; // the app's request, as it asked
-          call.usageInjected = true;
-          filter = new UsageChunkFilter();
-          init = { ...init, body: body.slice(0, -1) + ',"stream_options":{"include_usage":true}}' };
-        }
+      if (target.endpoint === "chat" && client.config.injectStreamUsage && !body.includes('"stream_options"') && asksForStream(body, at)) {
+        call.usageInjected = true;
+        filter = new UsageChunkFilter();
+        init = { ...init, body: body.slice(0, body.lastIndexOf("}")) + ',"stream_options":{"include_usage":true}}' };
       }
     }
   } catch {
@@ -116,6 +113,34 @@ function traced(original: Fetch, input: Parameters<Fetch>[0], init: RequestInit 
       throw error;
     },
   );
+}
+
+const STREAM_TRUE = '"stream":true';
+
+/**
+ * Whether the request body asks for a stream at its top level (`{"model":…,"stream":true}`), not in
+ * something nested. Walks from the last `"stream":true` to the end, a few characters when `stream` is
+ * the last key, as the SDKs write it; the rare rest is settled by parsing the body.
+ */
+function asksForStream(body: string, at: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = at + STREAM_TRUE.length; i < body.length; i++) {
+    const c = body.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // a backslash escapes the next character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) depth++;
+    else if (c === 125 || c === 93) {
+      if (--depth < 0) {
+        if (body.slice(i + 1).trim() === "") return true; // closed the body itself: top level
+        break;
+      }
+    }
+  }
+  const request = JSON.parse(body);
+  return request !== null && typeof request === "object" && request.stream === true && request.stream_options == null;
 }
 
 function proxyHeaders(init: RequestInit): RequestInit {
@@ -198,54 +223,79 @@ function observe(call: Call, response: Response, filter: UsageChunkFilter | unde
   });
 }
 
+const getReader = ReadableStream.prototype.getReader;
+
+/**
+ * Observes a stream's body in place: the body stays the same ReadableStream object (no second web
+ * stream: constructing one costs more than everything else we do per call), with its own async
+ * iterator (what the SDKs read it with: their ReadableStreamToAsyncIterable prefers it) and a
+ * `getReader()` that goes through the same iterator. Each chunk is kept (a reference) with its arrival
+ * time; the usage-only chunk we asked for is taken out.
+ */
 function wrapStream(call: Call, response: Response, filter: UsageChunkFilter | undefined): void {
   const source = response.body as ReadableStream<Uint8Array>;
   const chunks: Uint8Array[] = (call.chunks = []);
   const times: number[] = (call.times = []);
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-  let finished = false;
+  let ended = false;
   const finish = (failure?: unknown): void => {
-    if (finished) return;
-    finished = true;
+    if (ended) return;
+    ended = true;
     call.t1 = performance.now();
     if (failure !== undefined) call.failure = failure;
     state.client?.record(call);
   };
-  const body = new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        reader ??= source.getReader();
-        for (;;) {
-          let next: Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>>;
-          try {
-            next = await reader.read();
-          } catch (error) {
-            finish(error);
-            controller.error(error);
-            return;
-          }
-          if (next.done) {
-            const rest = filter?.end();
-            if (rest !== undefined && rest.length) controller.enqueue(rest);
-            finish();
-            controller.close();
-            return;
-          }
-          chunks.push(next.value);
-          times.push(performance.now());
-          const out = filter === undefined ? next.value : filter.push(next.value);
-          if (out.length) {
-            controller.enqueue(out);
-            return;
-          }
+  let rest: Uint8Array | undefined; // what the filter held back, handed out after the source ended
+  const iterator: AsyncIterableIterator<Uint8Array> = {
+    async next(): Promise<IteratorResult<Uint8Array>> {
+      if (rest !== undefined) {
+        const value = rest;
+        rest = undefined;
+        return { done: false, value };
+      }
+      if (ended) return { done: true, value: undefined };
+      reader ??= getReader.call(source) as ReadableStreamDefaultReader<Uint8Array>;
+      for (;;) {
+        let next: Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>["read"]>>;
+        try {
+          next = await reader.read();
+        } catch (error) {
+          finish(error);
+          throw error;
         }
-      },
-      cancel(reason) {
-        finish(); // the app stopped reading: recorded with what arrived
-        return (reader ?? source).cancel(reason);
-      },
+        if (next.done) {
+          finish();
+          const left = filter?.end();
+          return left !== undefined && left.length ? { done: false, value: left } : { done: true, value: undefined };
+        }
+        chunks.push(next.value);
+        times.push(performance.now());
+        const out = filter === undefined ? next.value : filter.push(next.value);
+        if (out.length) return { done: false, value: out };
+      }
     },
-    { highWaterMark: 0 },
-  );
-  Object.defineProperty(response, "body", { configurable: true, value: body });
+    async return(value?: unknown): Promise<IteratorResult<Uint8Array>> {
+      if (!ended) {
+        finish(); // the app stopped reading: recorded with what arrived
+        await (reader ?? source).cancel().catch(() => undefined);
+      }
+      return { done: true, value: value as undefined };
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
+  let closed: Promise<undefined> | undefined;
+  const readerLike = {
+    read: () => iterator.next(),
+    releaseLock: () => undefined,
+    cancel: async () => {
+      await iterator.return?.();
+    },
+    get closed() {
+      return (closed ??= (async () => undefined)());
+    },
+  };
+  Object.defineProperty(source, Symbol.asyncIterator, { configurable: true, value: () => iterator });
+  Object.defineProperty(source, "getReader", { configurable: true, value: () => readerLike });
 }

@@ -14,7 +14,6 @@ export class Call {
   provider: Provider;
   endpoint: Endpoint;
   body: string; // the request's JSON text, parsed off the call's path
-  request: unknown = undefined; // the parsed body, when it had to be parsed on the path (usage injection)
   started: number; // Date.now()
   t0: number; // performance.now() at the start, at the end
   t1 = 0;

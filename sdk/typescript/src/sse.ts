@@ -40,62 +40,83 @@ export function parseEvents(chunks: Uint8Array[], times: number[]): SseEvent[] {
   return out;
 }
 
-const BLANK = Buffer.from("\n\n");
+const NL = 10;
+const CR = 13;
 const MARK = Buffer.from('"choices":[]');
+
+/** Whether `bytes` contains `"choices":[]` (found by its `[]`, then checked backwards). */
+function hasMark(bytes: Uint8Array, from = 0): boolean {
+  for (let i = Math.max(from, MARK.length - 1); i < bytes.length; i++) {
+    if (bytes[i] !== 93 || bytes[i - 1] !== 91) continue; // "]" after "["
+    let j = MARK.length - 1;
+    let k = i;
+    while (j >= 0 && bytes[k] === MARK[j]) {
+      j--;
+      k--;
+    }
+    if (j < 0) return true;
+  }
+  return false;
+}
+
+/** The index just past the last blank line ("\n\n" or "\r\n\r\n") in `bytes`, or -1. */
+function lastEventEnd(bytes: Uint8Array): number {
+  for (let i = bytes.length - 1; i > 0; i--) {
+    if (bytes[i] === NL && (bytes[i - 1] === NL || (bytes[i - 1] === CR && bytes[i - 2] === NL))) return i + 1;
+  }
+  return -1;
+}
 
 /**
  * Hides the usage-only chunk (`"choices":[]` with `usage`) of an OpenAI chat stream from the application
  * when the SDK asked for usage itself: the application reads exactly the events it would have read.
  * Bytes pass through untouched up to the last complete event; a partial event waits for its end (an
- * SSE reader cannot use half an event anyway).
+ * SSE reader cannot use half an event anyway). A chunk of whole events without the mark (all of them but
+ * the usage one) is handed on as it is, after two scans of its bytes.
  */
 export class UsageChunkFilter {
-  private pending: Buffer | undefined;
+  private pending: Uint8Array | undefined;
 
   push(chunk: Uint8Array): Uint8Array {
-    let buf = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let buf = chunk;
     if (this.pending !== undefined) {
-      buf = Buffer.concat([this.pending, buf]);
+      buf = Buffer.concat([this.pending, chunk]);
       this.pending = undefined;
     }
-    const end = buf.lastIndexOf(BLANK);
+    const end = lastEventEnd(buf);
     if (end < 0) {
       this.pending = buf;
       return EMPTY;
     }
-    const ready = buf.subarray(0, end + 2);
-    if (end + 2 < buf.length) this.pending = Buffer.from(buf.subarray(end + 2));
-    return ready.indexOf(MARK) < 0 ? ready : dropUsageEvents(ready);
+    const ready = end === buf.length ? buf : buf.subarray(0, end);
+    if (end < buf.length) this.pending = buf.slice(end);
+    return hasMark(ready) ? dropUsageEvents(ready) : ready;
   }
 
   end(): Uint8Array {
     const rest = this.pending;
     this.pending = undefined;
     if (rest === undefined) return EMPTY;
-    return rest.indexOf(MARK) < 0 ? rest : dropUsageEvents(rest);
+    return hasMark(rest) ? dropUsageEvents(rest) : rest;
   }
 }
 
 const EMPTY = new Uint8Array(0);
 
-function dropUsageEvents(bytes: Buffer): Buffer {
-  const text = bytes.toString("utf8");
-  const blocks = text.split("\n\n");
-  const kept = blocks.filter((block) => !isUsageOnly(block));
-  return kept.length === blocks.length ? bytes : Buffer.from(kept.join("\n\n"));
+function dropUsageEvents(bytes: Uint8Array): Uint8Array {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
+  const parts = text.split(/(\r?\n\r?\n)/); // events and the blank lines after them, alternately
+  let kept = "";
+  let dropped = false;
+  for (let i = 0; i < parts.length; i += 2) {
+    if (isUsageOnly(parts[i])) dropped = true;
+    else kept += parts[i] + (parts[i + 1] ?? "");
+  }
+  return dropped ? Buffer.from(kept) : bytes;
 }
 
+// A quote inside a JSON string is escaped, so these bytes can only be the chunk's own keys: an empty
+// `choices` and a `usage` object (every other chunk of such a stream has `"usage":null`).
 function isUsageOnly(block: string): boolean {
-  if (!block.includes('"choices":[]')) return false;
-  const data = block
-    .split("\n")
-    .filter((line) => line.startsWith("data:"))
-    .map((line) => line.slice(line[5] === " " ? 6 : 5))
-    .join("\n");
-  try {
-    const value = JSON.parse(data);
-    return Array.isArray(value?.choices) && value.choices.length === 0 && value.usage != null;
-  } catch {
-    return false;
-  }
+  return block.includes('"choices":[]') && block.includes('"usage":{');
 }

@@ -190,3 +190,63 @@ test("flush() resolves true once the server has everything", async () => {
   assert.equal(capture.traces.length, 3);
   assert.deepEqual(capture.requests.map((r) => r.path), ["/api/v1/traces/batch"]);
 });
+
+test("the helpers built on create (chat.completions.stream, messages.stream) and tool-call streams are traced once each", async () => {
+  await start();
+  const runner = openai.chat.completions.stream({ model: "gpt-4o-mini", messages: MESSAGES });
+  const final = await runner.finalChatCompletion();
+  assert.equal(final.choices[0].message.content, CHAT_WORDS.join(""));
+  assert.ok(final.usage == null, "the app did not ask for usage: it does not get it");
+  const helper = claude.messages.stream({ model: "claude-3-5-haiku-latest", max_tokens: 16, messages: MESSAGES });
+  assert.equal((await helper.finalMessage()).content[0].text, "Bonjour! How can I help?");
+  const [chat, messages] = await capture.waitFor(2);
+  assert.deepEqual([chat.completion_tokens, chat.metadata.sdk.stream], [CHAT_WORDS.length, true]);
+  assert.deepEqual([messages.provider, messages.completion_tokens], ["anthropic", 9]);
+  assert.equal(capture.traces.length, 2);
+});
+
+test("a nested \"stream\":true does not make a JSON call a stream, and a stream key first still is one", async () => {
+  await start();
+  await openai.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: '{"stream":true}' }] });
+  assert.equal(upstream.requests[0].json.stream_options, undefined);
+  const stream = await openai.chat.completions.create({ stream: true, model: "gpt-4o-mini", messages: [{ role: "user", content: "x" }] });
+  for await (const _ of stream);
+  assert.deepEqual(upstream.requests[1].json.stream_options, { include_usage: true });
+  const [plain, streamed] = await capture.waitFor(2);
+  assert.equal(plain.output.content, CHAT_WORDS.join(""));
+  assert.equal(streamed.completion_tokens, CHAT_WORDS.length);
+});
+
+test("the usage chunk is hidden however the bytes are cut, with LF or CRLF line ends", async () => {
+  for (const model of ["gpt-4o-mini-split", "gpt-4o-mini-crlf"]) {
+    await start();
+    const stream = await openai.chat.completions.create({ model, messages: MESSAGES, stream: true });
+    const chunks = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    assert.equal(chunks.length, CHAT_WORDS.length + 2, model);
+    assert.equal(chunks.map((c) => c.choices[0].delta.content ?? "").join(""), CHAT_WORDS.join(""));
+    const [trace] = await capture.waitFor(1);
+    assert.deepEqual([trace.prompt_tokens, trace.completion_tokens], [12, CHAT_WORDS.length], model);
+    assert.equal(trace.output.content, CHAT_WORDS.join(""));
+    await shutdown();
+    capture.close();
+  }
+  capture = await startCapture(); // for afterEach
+});
+
+test("a stream read with getReader() is observed and filtered too", async () => {
+  await start();
+  const response = await openai.chat.completions.create({ model: "gpt-4o-mini", messages: MESSAGES, stream: true }).asResponse();
+  const reader = response.body.getReader();
+  let text = "";
+  const decoder = new TextDecoder();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  assert.ok(!text.includes('"choices":[]'), "the injected usage event is not in the app's bytes");
+  assert.equal(text.match(/^data: /gm).length, CHAT_WORDS.length + 3); // the chunks and [DONE]
+  const [trace] = await capture.waitFor(1);
+  assert.equal(trace.completion_tokens, CHAT_WORDS.length);
+});

@@ -1,5 +1,6 @@
 // trace() / startSpan: the run fields of issue 22 (run_id, parent_id, kind, name), checked on the wire.
 import assert from "node:assert/strict";
+import { createRequire } from "node:module";
 import { after, afterEach, before, test } from "node:test";
 import OpenAI from "openai";
 import { currentSpan, init, shutdown, startSpan, trace } from "tracerelay";
@@ -132,4 +133,21 @@ test("a call through tracerelay's proxy inside a span carries the run headers an
   assert.equal(proxied[0]["x-service-parent-id"], root.id);
   assert.equal(proxied[1]["x-service-run-id"], undefined);
   assert.deepEqual(traces.map((t) => t.name), ["run"], "the proxy traces the calls itself");
+});
+
+test("the ESM and the CommonJS build loaded together share one client and one span context", async () => {
+  await start();
+  const cjs = createRequire(import.meta.url)("tracerelay");
+  assert.notEqual(cjs.trace, trace, "two copies of the module");
+  await trace("esm-root", async () => {
+    await cjs.trace("cjs-child", async () => {
+      await openai.chat.completions.create({ model: "gpt-4o-mini", messages: MESSAGES });
+    });
+  });
+  const traces = byName(await capture.waitFor(3));
+  const root = traces["esm-root"];
+  assert.equal(traces["cjs-child"].parent_id, root.id);
+  assert.equal(traces["chat gpt-4o-mini"].parent_id, traces["cjs-child"].id);
+  assert.equal(await cjs.flush(), true);
+  assert.equal(cjs.stats().sent, 3);
 });

@@ -39,9 +39,19 @@ export async function startUpstream() {
       res.end(JSON.stringify({ error: { message: `fake ${status}`, type: "fake_error" } }));
       return;
     }
-    const stream = (chunks) => {
+    // "…-split" models: the bytes in 7-byte pieces (events cut anywhere); "…-crlf": CRLF line ends.
+    const stream = async (chunks) => {
       res.writeHead(200, { "content-type": "text/event-stream" });
-      for (const chunk of chunks) res.write(chunk);
+      let text = chunks.join("");
+      if (model.endsWith("-crlf")) text = text.replace(/\n/g, "\r\n");
+      if (!model.endsWith("-split")) {
+        for (const chunk of chunks) res.write(model.endsWith("-crlf") ? chunk.replace(/\n/g, "\r\n") : chunk);
+      } else {
+        for (let i = 0; i < text.length; i += 7) {
+          res.write(text.slice(i, i + 7));
+          await new Promise((resolve) => setImmediate(resolve)); // separate network reads
+        }
+      }
       res.end();
     };
     const json = (body) => {
