@@ -7,20 +7,23 @@
 //      @opentelemetry/sdk-trace-node@2.12.1 @opentelemetry/sdk-trace-base@2.12.1 @traceloop/instrumentation-openai@0.27.0)
 //   node bench/sdk_ts_overhead.mjs [--calls 2000] [--rounds 5]
 //
-// Each variant runs in a fresh Node process: the real `openai` package (from bench/.ts-peers) with
+// Each variant runs in its own Node process with the real `openai` package (from bench/.ts-peers) and
 // `globalThis.fetch` replaced by an in-memory fake that answers at once (a chat completion, or a stream
-// of 11 events, plus the usage event when asked), so the difference between a plain and an instrumented
-// call is the instrumentation alone, not the network. Variants:
-//   plain        no instrumentation
-//   tracerelay   init({...}) immediate mode / batch mode, sending to a sink in this (the parent) process
+// of 11 events, plus the usage event when asked), so a call costs only the openai package's own work and
+// the instrumentation's. Inside that process the instrumentation is switched on and off in alternating
+// blocks of calls (on, off, off, on, …), so the shared machine's load hits both sides alike:
+//   tracerelay   init({...}) in immediate or batch mode, sending to a sink in the parent process; off:
+//                no client (the fetch wrapper passes calls straight through)
 //   langfuse     @langfuse/openai's observeOpenAI(client) + a NodeTracerProvider with LangfuseSpanProcessor
-//                (exporting to the same sink)
+//                (exporting to the same sink); off: the unwrapped client
 //   openllmetry  @traceloop/instrumentation-openai (manuallyInstrument) + a BatchSpanProcessor whose
-//                exporter drops the spans
-// Figures: wall time per awaited call (a stream: read to its end), median of the rounds, minus plain's
-// in the same round; everything the SDK does on the event loop between calls (building traces, JSON,
-// HTTP) falls inside that time, since Node runs it on the same thread. Also CPU µs per call (the process's
-// user+system time over the calls and a final flush).
+//                exporter drops the spans; off: the original Completions.prototype.create put back
+// After each block with the instrumentation on, its exporter/sender is flushed, timed apart.
+// Figures per call, the median over the rounds (a fresh process each):
+//   wall                 added time per awaited call (a stream: read to its end), as the app sees it
+//   CPU                  added user+system CPU during the calls (whatever of the SDK's own sending ran
+//                        meanwhile on the same thread included)
+//   CPU incl. sending    the same plus the flushes: all the work the SDK did for the calls
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import http from "node:http";
@@ -78,22 +81,27 @@ function fakeFetch() {
 async function child(variant, calls, sink) {
   globalThis.fetch = fakeFetch(); // before any SDK loads: every one of them wraps or uses this fetch
   const peer = createRequire(join(PEERS, "package.json"));
-  const { default: OpenAI } = await import(pathToFileURL(peer.resolve("openai")).href);
-  let client = new OpenAI({ apiKey: "sk-bench", baseURL: "http://fake.invalid/v1", maxRetries: 0 });
+  const openaiModule = await import(pathToFileURL(peer.resolve("openai")).href);
+  const OpenAI = openaiModule.OpenAI ?? openaiModule.default.OpenAI; // the class (the CommonJS build, as a require would load it)
+  const options = { apiKey: "sk-bench", baseURL: "http://fake.invalid/v1", maxRetries: 0 };
+  const raw = new OpenAI(options);
+  let instrumented = raw;
+  let switchTo = (_on) => {};
   let flush = async () => {};
   if (variant.startsWith("tracerelay")) {
     const sdk = await import(pathToFileURL(SDK).href);
     sdk.init({ apiKey: "tr_dev_bench", baseUrl: sink, serviceName: "bench", batch: variant.endsWith("batch") });
-    client = new OpenAI({ apiKey: "sk-bench", baseURL: "http://fake.invalid/v1", maxRetries: 0 });
-    flush = () => sdk.flush(30_000);
+    const state = globalThis[Symbol.for("tracerelay.state")];
+    const client = state.client;
+    switchTo = (on) => (state.client = on ? client : undefined);
+    flush = () => client.flush(30_000);
   } else if (variant === "langfuse") {
     const { NodeTracerProvider } = await import(pathToFileURL(peer.resolve("@opentelemetry/sdk-trace-node")).href);
     const { LangfuseSpanProcessor } = await import(pathToFileURL(peer.resolve("@langfuse/otel")).href);
     const { observeOpenAI } = await import(pathToFileURL(peer.resolve("@langfuse/openai")).href);
     const processor = new LangfuseSpanProcessor({ publicKey: "pk-lf-bench", secretKey: "sk-lf-bench", baseUrl: sink });
-    const provider = new NodeTracerProvider({ spanProcessors: [processor] });
-    provider.register();
-    client = observeOpenAI(client);
+    new NodeTracerProvider({ spanProcessors: [processor] }).register();
+    instrumented = observeOpenAI(new OpenAI(options));
     flush = () => processor.forceFlush();
   } else if (variant === "openllmetry") {
     const { NodeTracerProvider } = await import(pathToFileURL(peer.resolve("@opentelemetry/sdk-trace-node")).href);
@@ -105,31 +113,63 @@ async function child(variant, calls, sink) {
     provider.register();
     const instrumentation = new OpenAIInstrumentation();
     instrumentation.setTracerProvider(provider);
-    instrumentation.manuallyInstrument(await import(pathToFileURL(peer.resolve("openai")).href));
-    client = new OpenAI({ apiKey: "sk-bench", baseURL: "http://fake.invalid/v1", maxRetries: 0 });
+    const proto = OpenAI.Chat.Completions.prototype;
+    const original = proto.create;
+    instrumentation.manuallyInstrument(OpenAI); // the class: its static Chat.Completions, Responses …
+    const wrapped = proto.create;
+    if (wrapped === original) throw new Error("openllmetry did not wrap Completions.create");
+    switchTo = (on) => (proto.create = on ? wrapped : original);
     flush = () => processor.forceFlush();
   }
   const messages = [{ role: "user", content: "hi" }];
-  const once = {
-    json: () => client.chat.completions.create({ model: "gpt-4o-mini", messages }),
-    stream: async () => {
+  const call = {
+    json: (client) => client.chat.completions.create({ model: "gpt-4o-mini", messages }),
+    stream: async (client) => {
       const stream = await client.chat.completions.create({ model: "gpt-4o-mini", messages, stream: true });
       let n = 0;
       for await (const _ of stream) n++;
       if (n !== 10) throw new Error(`the app saw ${n} chunks, not 10`);
     },
   };
+  const block = 100;
   const out = {};
   for (const kind of ["json", "stream"]) {
-    for (let i = 0; i < 300; i++) await once[kind](); // warm up
-    await flush();
-    const cpu = process.cpuUsage();
-    const t0 = performance.now();
-    for (let i = 0; i < calls; i++) await once[kind]();
-    const wall = performance.now() - t0;
-    await flush();
-    const used = process.cpuUsage(cpu);
-    out[kind] = { wall_us: (wall * 1000) / calls, cpu_us: (used.user + used.system) / calls };
+    const sum = { on: { cpu: 0, wall: 0 }, off: { cpu: 0, wall: 0 }, flush: 0 };
+    const run = async (on, n) => {
+      switchTo(on);
+      const client = on ? instrumented : raw;
+      const cpu = process.cpuUsage();
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) await call[kind](client);
+      const wall = performance.now() - t0;
+      const used = process.cpuUsage(cpu);
+      const flushCpu = process.cpuUsage();
+      if (on) await flush();
+      const flushed = process.cpuUsage(flushCpu);
+      switchTo(false);
+      return { cpu: used.user + used.system, wall: wall * 1000, flush: flushed.user + flushed.system };
+    };
+    for (let i = 0; i < 3; i++) {
+      await run(true, block); // warm up both paths
+      await run(false, block);
+    }
+    for (let pair = 0; pair < calls / block; pair++) {
+      for (const on of pair % 2 ? [true, false] : [false, true]) {
+        const r = await run(on, block);
+        const side = on ? sum.on : sum.off;
+        side.cpu += r.cpu;
+        side.wall += r.wall;
+        if (on) sum.flush += r.flush;
+      }
+    }
+    const n = Math.floor(calls / block) * block;
+    out[kind] = {
+      wall_us: (sum.on.wall - sum.off.wall) / n,
+      cpu_us: (sum.on.cpu - sum.off.cpu) / n,
+      total_cpu_us: (sum.on.cpu + sum.flush - sum.off.cpu) / n,
+      plain_wall_us: sum.off.wall / n,
+      plain_cpu_us: sum.off.cpu / n,
+    };
   }
   process.stdout.write(JSON.stringify(out));
 }
@@ -146,7 +186,7 @@ async function parent() {
   const calls = Number(arg("--calls", 2000));
   const rounds = Number(arg("--rounds", 5));
   if (!existsSync(SDK)) throw new Error("build the SDK first: (cd sdk/typescript && npm ci && npm run build)");
-  const variants = ["plain", "tracerelay-immediate", "tracerelay-batch"];
+  const variants = ["tracerelay-immediate", "tracerelay-batch"];
   const peer = createRequire(join(PEERS, "package.json"));
   const has = (name) => {
     try {
@@ -187,15 +227,20 @@ async function parent() {
     }
   }
   sink.close();
-  const row = (variant, kind, field) => median(results[variant].map((r, i) => r[kind][field] - results.plain[i][kind][field]));
-  console.log(`node ${process.version}, ${cpus().length} cores, load average ${median(load).toFixed(1)} (median of the rounds), ${rounds} rounds of ${calls} calls`);
-  console.log(`plain call: ${median(results.plain.map((r) => r.json.wall_us)).toFixed(1)} µs JSON, ${median(results.plain.map((r) => r.stream.wall_us)).toFixed(1)} µs stream (11 events) — the openai package's own work on a fake fetch`);
-  console.log("\n| instrumentation | JSON call: added µs (wall) | stream: added µs (wall) | JSON: added CPU µs | stream: added CPU µs |");
-  console.log("|---|---|---|---|---|");
-  for (const variant of variants.slice(1)) {
-    const cells = [row(variant, "json", "wall_us"), row(variant, "stream", "wall_us"), row(variant, "json", "cpu_us"), row(variant, "stream", "cpu_us")];
+  const mid = (variant, kind, field) => median(results[variant].map((r) => r[kind][field]));
+  console.log(`node ${process.version}, ${cpus().length} cores, load average ${median(load).toFixed(1)} (median of the rounds), ${rounds} rounds of ${calls} calls per side and kind`);
+  const plain = (kind, field) => median(variants.map((v) => mid(v, kind, field)));
+  console.log(`a plain call: ${plain("json", "plain_wall_us").toFixed(0)} µs wall / ${plain("json", "plain_cpu_us").toFixed(0)} µs CPU (JSON), ${plain("stream", "plain_wall_us").toFixed(0)} / ${plain("stream", "plain_cpu_us").toFixed(0)} (stream of 11 events): the openai package's own work on a fake fetch`);
+  console.log("\nAdded per call, µs (median of the rounds):");
+  console.log("| instrumentation | JSON: wall | JSON: CPU | JSON: CPU incl. sending | stream: wall | stream: CPU | stream: CPU incl. sending |");
+  console.log("|---|---|---|---|---|---|---|");
+  const figures = {};
+  for (const variant of variants) {
+    const cells = ["json", "stream"].flatMap((kind) => ["wall_us", "cpu_us", "total_cpu_us"].map((field) => mid(variant, kind, field)));
+    figures[variant] = cells.map((c) => Math.round(c * 10) / 10);
     console.log(`| ${variant} | ${cells.map((c) => c.toFixed(1)).join(" | ")} |`);
   }
+  console.log(`\n${JSON.stringify({ node: process.version, load: median(load), calls, rounds, figures })}`);
   console.log(`\n(requests received by the sink: ${received})`);
 }
 

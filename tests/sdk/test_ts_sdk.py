@@ -178,3 +178,36 @@ def test_sampling_points_agree_with_the_server_and_the_python_sdk_bit_for_bit(pa
     # and so one rate keeps the same runs on every side
     kept = {i for i, p in out["given"] if p < 0.1}
     assert kept == {i for i in ids if server_sample_point(i) < 0.1}
+
+
+CONSUMER = """
+import {{ init, flush, shutdown, stats, trace, startSpan, currentSpan, type InitOptions, type Span }} from "tracerelay";
+const options: InitOptions = {{ apiKey: "k", serviceName: "s", environment: "e", debug: false, samplingRate: 0.5,
+  routingRules: [{{ name: "r", destination: "webhook" }}], batch: true, batchSize: 10, flushInterval: 500,
+  maxQueueSize: 100, baseUrl: "http://127.0.0.1:1", captureContent: false, timeout: 1000, shutdownTimeout: 2000 }};
+init(options);
+const n: number = trace("x", {{ kind: "tool" }}, (span: Span) => {{ span.setOutput(1); return 1; }});
+const p: Promise<string> = trace("y", async () => "y");
+const s: Span = startSpan("z", {{ parent: currentSpan() ?? null }});
+s.end();
+const done: Promise<boolean> = flush(100);
+void shutdown().then((ok: boolean) => ok);
+void [n, p, done, stats()];
+{bad}
+"""
+
+
+@pytest.mark.parametrize("extension", ["mts", "cts"])
+def test_the_type_declarations_serve_esm_and_commonjs_consumers(packed_app: Path, extension: str) -> None:
+    tsc = PACKAGE / "node_modules" / "typescript" / "bin" / "tsc"
+    flags = ["--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--types", "node"]
+    flags += ["--typeRoots", str(PACKAGE / "node_modules" / "@types")]
+    good = packed_app / f"consumer.{extension}"
+    good.write_text(CONSUMER.format(bad=""))
+    run = subprocess.run([NODE, str(tsc), *flags, good.name], cwd=packed_app, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    # and the declarations do say something: a wrong option is refused
+    bad = packed_app / f"wrong.{extension}"
+    bad.write_text(CONSUMER.format(bad='init({ apiKey: "k", samplingRate: "all" });'))
+    run = subprocess.run([NODE, str(tsc), *flags, bad.name], cwd=packed_app, capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0 and "samplingRate" in run.stdout, run.stdout
