@@ -220,7 +220,13 @@ export class Client {
     const single = bodies.length === 1;
     const path = single ? "/api/v1/traces" : "/api/v1/traces/batch";
     const body = Buffer.from(single ? bodies[0] : `{"traces":[${bodies.join(",")}]}`);
-    const answer = await this.deliver("POST", path, body, bodies.length);
+    let answer: Answer | undefined;
+    try {
+      answer = await this.deliver("POST", path, body, bodies.length);
+    } catch (error) {
+      // a bug of ours or of zlib's: lose these traces, not the sender
+      this.warn("send", `tracerelay: sending failed (${String(error)})`);
+    }
     if (answer === undefined) {
       this.counts.failed += bodies.length;
       return;

@@ -83,6 +83,16 @@ for (const [file, output, calls] of [
   });
 }
 
+test("openai required before tracerelay (CommonJS): traced all the same", async () => {
+  const capture = await startCapture();
+  const run = await runApp("openai-first.cjs", { TRACERELAY_BASE_URL: capture.url });
+  capture.close();
+  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.stdout, "1\n");
+  assert.equal(capture.traces.length, 1);
+  assert.deepEqual([capture.traces[0].kind, capture.traces[0].prompt_tokens], ["embedding", 3]);
+});
+
 test("samplingRate 0: the app sends nothing at all", async () => {
   const capture = await startCapture();
   const run = await runApp("chat.mjs", { TRACERELAY_BASE_URL: capture.url, APP_SAMPLING: "0" });

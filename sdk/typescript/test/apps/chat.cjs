@@ -1,6 +1,12 @@
 // The same app in CommonJS, as its users write it: require tracerelay and init() at the top.
 const { init } = require("tracerelay");
-init({ serviceName: process.env.APP_SERVICE ?? "shop", environment: "staging", samplingRate: Number(process.env.APP_SAMPLING ?? 1) });
+init({
+  serviceName: process.env.APP_SERVICE ?? "shop",
+  environment: "staging",
+  samplingRate: Number(process.env.APP_SAMPLING ?? 1),
+  debug: process.env.APP_DEBUG === "1",
+  shutdownTimeout: process.env.APP_SHUTDOWN_TIMEOUT ? Number(process.env.APP_SHUTDOWN_TIMEOUT) : undefined,
+});
 const OpenAI = require("openai");
 const Anthropic = require("@anthropic-ai/sdk");
 

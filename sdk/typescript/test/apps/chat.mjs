@@ -4,7 +4,13 @@
 // imports, so the package is loaded before init() runs either way.
 import OpenAI from "openai";
 import { init } from "tracerelay";
-init({ serviceName: process.env.APP_SERVICE ?? "shop", environment: "staging", samplingRate: Number(process.env.APP_SAMPLING ?? 1) });
+init({
+  serviceName: process.env.APP_SERVICE ?? "shop",
+  environment: "staging",
+  samplingRate: Number(process.env.APP_SAMPLING ?? 1),
+  debug: process.env.APP_DEBUG === "1",
+  shutdownTimeout: process.env.APP_SHUTDOWN_TIMEOUT ? Number(process.env.APP_SHUTDOWN_TIMEOUT) : undefined,
+});
 
 const client = new OpenAI({ maxRetries: 0 });
 const reply = await client.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] });
