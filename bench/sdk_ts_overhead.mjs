@@ -18,6 +18,9 @@
 //                (exporting to the same sink); off: the unwrapped client
 //   openllmetry  @traceloop/instrumentation-openai (manuallyInstrument) + a BatchSpanProcessor whose
 //                exporter drops the spans; off: the original Completions.prototype.create put back
+//   tracerelay-wrapper  no openai package: its requests sent straight to the fake fetch, bare (off) or
+//                through tracerelay's wrapper (on), nothing sent during the calls: what the wrapper and the
+//                recording cost on the call's path alone (the sending is in "incl. sending")
 // After each block with the instrumentation on, its exporter/sender is flushed, timed apart; after every
 // block a full GC runs, untimed, so no block pays for another's garbage.
 // Figures per call, the median over the rounds (a fresh process each):
@@ -85,7 +88,7 @@ async function child(variant, calls, sink) {
   const openaiModule = await import(pathToFileURL(peer.resolve("openai")).href);
   const OpenAI = openaiModule.OpenAI ?? openaiModule.default.OpenAI; // the class (the CommonJS build, as a require would load it)
   const options = { apiKey: "sk-bench", baseURL: "http://fake.invalid/v1", maxRetries: 0 };
-  const raw = new OpenAI(options);
+  let raw = new OpenAI(options);
   let instrumented = raw;
   let switchTo = (_on) => {};
   let flush = async () => {};
@@ -141,6 +144,43 @@ async function child(variant, calls, sink) {
     flush = () => processor.forceFlush();
   }
   const messages = [{ role: "user", content: "hi" }];
+  if (variant === "tracerelay-wrapper") {
+    // No openai package: the requests it would send, straight to fetch, bare or through tracerelay's wrapper.
+    const bare = globalThis.fetch;
+    const sdk = await import(pathToFileURL(SDK).href);
+    // batch mode with batches larger than a block: nothing is sent during the calls, all of it in the flush
+    sdk.init({ apiKey: "tr_dev_bench", baseUrl: sink, serviceName: "bench", batch: true, batchSize: 1000, flushInterval: 1e9 });
+    const wrapped = globalThis.fetch;
+    const state = globalThis[Symbol.for("tracerelay.state")];
+    const client = state.client;
+    let current = bare;
+    switchTo = (on) => {
+      state.client = on ? client : undefined;
+      current = on ? wrapped : bare;
+    };
+    flush = () => client.flush(30_000);
+    seen = () => client.stats().captured;
+    const headers = new Headers({ "User-Agent": "OpenAI/JS 6.49.0", "X-Stainless-Retry-Count": "0", "Content-Type": "application/json" });
+    const post = (body) => current("http://fake.invalid/v1/chat/completions", { method: "POST", headers, body });
+    const json = JSON.stringify({ model: "gpt-4o-mini", messages });
+    const streamed = JSON.stringify({ model: "gpt-4o-mini", messages, stream: true });
+    instrumented = raw = {
+      chat: {
+        completions: {
+          create: async (params) => {
+            const response = await post(params.stream ? streamed : json);
+            if (!params.stream) return response.json();
+            const decoder = new TextDecoder();
+            const events = [];
+            for await (const chunk of response.body) events.push(...decoder.decode(chunk, { stream: true }).split("\n\n").filter((e) => e.startsWith("data: {")));
+            return (async function* () {
+              yield* events;
+            })();
+          },
+        },
+      },
+    };
+  }
   const call = {
     json: (client) => client.chat.completions.create({ model: "gpt-4o-mini", messages }),
     stream: async (client) => {
@@ -218,6 +258,7 @@ async function parent() {
     }
   };
   if (!has("openai")) throw new Error(`install openai (and the peers) into ${PEERS}: see the top of this file`);
+  variants.push("tracerelay-wrapper");
   if (has("@langfuse/openai")) variants.push("langfuse");
   if (has("@traceloop/instrumentation-openai")) variants.push("openllmetry");
   let received = 0;

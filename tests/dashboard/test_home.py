@@ -25,9 +25,9 @@ def test_a_new_team_sees_how_to_send_its_first_trace(as_role, role):
     assert "http://localhost:8123/api/v1/proxy" in text
     assert "curl http://localhost:8123/api/v1/traces" in text
     # the SDKs' two lines, Python and TypeScript side by side, aimed at this server
-    assert 'tracerelay.init(api_key="YOUR_TRACERELAY_KEY", base_url="http://localhost:8123"' in text
-    assert 'import { init } from "tracerelay";' in text
-    assert 'init({ apiKey: "YOUR_TRACERELAY_KEY", baseUrl: "http://localhost:8123"' in text
+    assert "import tracerelay\ntracerelay.init(\n" in text and 'base_url="http://localhost:8123",' in text
+    assert 'import { init } from "tracerelay";\ninit({\n  apiKey: "YOUR_TRACERELAY_KEY",' in text
+    assert 'baseUrl: "http://localhost:8123",' in text
     assert ("Create an API key</a>" in text) == (role in ("owner", "admin"))
     assert ("cannot create keys" in text) == (role in ("member", "viewer"))
 
