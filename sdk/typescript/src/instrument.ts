@@ -157,6 +157,11 @@ function proxyHeaders(init: RequestInit): RequestInit {
   }
 }
 
+const READERS = [
+  ["json", true],
+  ["text", false],
+] as const;
+
 function observe(call: Call, response: Response, filter: UsageChunkFilter | undefined): void {
   call.status = response.status;
   if (!response.ok) {
@@ -180,8 +185,6 @@ function observe(call: Call, response: Response, filter: UsageChunkFilter | unde
     return;
   }
   call.stream = false;
-  const json = response.json;
-  const text = response.text;
   let done = false;
   const finish = (value: unknown, parsed: boolean): void => {
     if (done) return;
@@ -197,30 +200,22 @@ function observe(call: Call, response: Response, filter: UsageChunkFilter | unde
     }
     state.client?.record(call);
   };
-  Object.defineProperty(response, "json", {
-    configurable: true,
-    writable: true,
-    value: function (this: Response) {
-      const promise: Promise<unknown> = json.call(this);
-      promise.then(
-        (value) => finish(value, true),
-        () => undefined,
-      );
-      return promise;
-    },
-  });
-  Object.defineProperty(response, "text", {
-    configurable: true,
-    writable: true,
-    value: function (this: Response) {
-      const promise: Promise<string> = text.call(this);
-      promise.then(
-        (value) => finish(value, false),
-        () => undefined,
-      );
-      return promise;
-    },
-  });
+  // The SDKs read a JSON reply with the Response's own json() (text() for other types): keep what it gives them.
+  for (const [name, parsed] of READERS) {
+    const read = response[name] as (this: Response) => Promise<unknown>;
+    Object.defineProperty(response, name, {
+      configurable: true,
+      writable: true,
+      value: function (this: Response) {
+        const promise = read.call(this);
+        promise.then(
+          (value) => finish(value, parsed),
+          () => undefined,
+        );
+        return promise;
+      },
+    });
+  }
 }
 
 const getReader = ReadableStream.prototype.getReader;
