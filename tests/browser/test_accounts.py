@@ -33,6 +33,8 @@ def test_sign_up_then_log_out_and_back_in(page, shoot):
     page.get_by_role("button", name="Create account").click()
     expect(page.get_by_role("heading", name="Send your first trace")).to_be_visible()
     expect(page.locator("#snippet-curl")).to_contain_text(f"curl {page.url.rstrip('/')}/api/v1/traces")
+    expect(page.locator("#snippet-typescript")).to_contain_text('import { init } from "tracerelay";')
+    expect(page.locator("#snippet-python")).to_be_visible()
     shoot(page, "home-first-trace")
     assert Membership.objects.get(user__username="grace@example.com").role == Role.OWNER
 

@@ -24,6 +24,10 @@ def test_a_new_team_sees_how_to_send_its_first_trace(as_role, role):
     assert "Send your first trace" in text
     assert "http://localhost:8123/api/v1/proxy" in text
     assert "curl http://localhost:8123/api/v1/traces" in text
+    # the SDKs' two lines, Python and TypeScript side by side, aimed at this server
+    assert "import tracerelay\ntracerelay.init(\n" in text and 'base_url="http://localhost:8123",' in text
+    assert 'import { init } from "tracerelay";\ninit({\n  apiKey: "YOUR_TRACERELAY_KEY",' in text
+    assert 'baseUrl: "http://localhost:8123",' in text
     assert ("Create an API key</a>" in text) == (role in ("owner", "admin"))
     assert ("cannot create keys" in text) == (role in ("member", "viewer"))
 
