@@ -22,6 +22,25 @@ class Status(models.TextChoices):
     RATE_LIMITED = "rate_limited"
 
 
+class Kind(models.TextChoices):
+    """What a span of a run is (docs/runs.md). Only ``llm`` and ``embedding`` spans are calls: priced,
+    counted in analytics, reports and alerts; the others are the run's structure."""
+
+    LLM = "llm"
+    EMBEDDING = "embedding"
+    AGENT = "agent"
+    TOOL = "tool"
+    RETRIEVAL = "retrieval"
+    CHAIN = "chain"
+    WORKFLOW = "workflow"
+    GUARDRAIL = "guardrail"
+    EVENT = "event"
+    OTHER = "other"
+
+
+CALL_KINDS = frozenset({Kind.LLM, Kind.EMBEDDING})
+
+
 class Source(models.TextChoices):
     API = "api"
     BATCH = "batch"
@@ -54,7 +73,16 @@ class Trace(models.Model):
     )
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.API)
 
-    model = models.CharField(max_length=200)
+    # The run this span belongs to (docs/runs.md): ``run_id`` is the client's (the OpenTelemetry trace
+    # id for OTLP) or, for a record sent without one, its own ``trace_id``: a run of one span.
+    # ``parent_id`` is the ``trace_id`` of another span of the same run, or "" for a root; the parent
+    # may arrive after its children.
+    run_id = models.CharField(max_length=128, default="", blank=True)
+    parent_id = models.CharField(max_length=128, default="", blank=True)
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.LLM)
+    name = models.CharField(max_length=200, default="", blank=True)
+
+    model = models.CharField(max_length=200, blank=True)
     provider = models.CharField(max_length=64, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
@@ -113,6 +141,8 @@ class Trace(models.Model):
                 condition=~models.Q(status=Status.SUCCESS),
             ),
             models.Index(fields=["team", "environment", "-timestamp"], name="trace_environment"),
+            # A run's spans in one look (GET /api/v1/runs/{run_id}, the run page, routing's run lock).
+            models.Index(fields=["team", "run_id", "timestamp"], name="trace_run"),
             # /sessions, /users and the feed filtered to one: partial, so traces without one cost nothing.
             models.Index(
                 fields=["team", "session_id", "-timestamp"], name="trace_session", condition=~models.Q(session_id="")
