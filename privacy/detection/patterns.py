@@ -21,7 +21,11 @@ _SECRET = "|".join(
         r"gh[pousr]_[A-Za-z0-9]{36,255}",  # GitHub tokens
         r"github_pat_[A-Za-z0-9_]{22,255}",  # GitHub fine-grained token
         r"xox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack
-        r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{8,}",  # JWT (header and claims are JSON)
+        # JWT: a JSON header ('{"' is "eyJ" in base64url) and two more parts, whatever the payload
+        # holds (claims, or encrypted or opaque bytes); "header.payload." (alg none), and the five
+        # parts of an encrypted JWT (the second one empty with alg "dir").
+        r"eyJ[A-Za-z0-9_\-]{5,}\.(?:[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*|\.[A-Za-z0-9_\-]{5,})"
+        r"(?:\.[A-Za-z0-9_\-]*\.[A-Za-z0-9_\-]{5,})?",
     )
 )
 
@@ -71,6 +75,10 @@ IPV6 = re.compile(r"(?:[0-9A-Fa-f]{0,4}:){2,7}(?:\d{1,3}(?:\.\d{1,3}){3}|[0-9A-F
 # are told apart afterwards (`scanner.classify_number`).
 NUMBER = re.compile(r"[+(\d][\d \-.()]{4,41}\d")
 NUMBER_START = re.compile(r"(?:\+|\(\+?)?\d")
+# A national number with a slash after its area code (German usage): "030/12345678", "0151/2345 6789".
+SLASHED_PHONE = re.compile(r"\(?0\d{1,4}\)?/ ?\d{2,8}(?:[ \-]\d{2,8})?(?!\d|[.,/]\d)")
+# A phone number's extension after it: "545-741-4436x123", "(545) 741-4436 ext. 12".
+PHONE_EXTENSION = re.compile(r" ?(?:[xX]|[eE]xt\.?) ?\d{1,6}(?![A-Za-z0-9_])")
 
 # Shapes a digit run must have to be read as an SSN (one separator used twice) or a card number.
 SSN_SHAPE = re.compile(r"(\d{3})([- ])(\d{2})\2(\d{4})")

@@ -23,6 +23,9 @@ _MAX_NUMBER_CHUNKS = 12
 _SHORTEST = 6  # "a@b.co"; every other kind is longer
 _PIECE = re.compile(r"[^ ]+")
 _PRIORITY = {kind: i for i, kind in enumerate(TIE_ORDER)}
+_EXTENSION_START = frozenset(" xXeE")
+_SLASHED_AFTER = _ALNUM | frozenset("_/")
+_CONTEXT = 32  # characters before a bare number searched for a word calling it a phone number
 
 
 def _classify_number(candidate: str) -> str | None:
@@ -116,7 +119,12 @@ def _ipv6(text: str, out: list[Finding]) -> None:
         if before in _ALNUM or before == "." or (before == ":" and match.group()[0] == ":"):
             pos = start + 1
             continue
-        if _free(text, start, end, frozenset(), _IPV6_AFTER) and checks.ipv6_valid(match.group()):
+        candidate = match.group()
+        # A ":" after all eight groups written out ends the address: "fe80:0:…:1: timeout".
+        free = end == len(text) or text[end] not in _IPV6_AFTER
+        if not free and text[end] == ":" and candidate.count(":") == 7 and "::" not in candidate:
+            free = True
+        if free and checks.ipv6_valid(candidate):
             out.append(Finding(start, end, IP_ADDRESS))
         pos = end
 
@@ -131,15 +139,51 @@ def _numbers_and_addresses(text: str, out: list[Finding]) -> None:
                 out.append(Finding(start, end, IBAN))
     if text.count(":") >= 2:
         _ipv6(text, out)
+    if "/" in text:
+        _slashed_phones(text, out)
     for match in p.NUMBER.finditer(text):
         start, end = match.span()
-        if not p.NUMBER_START.match(text, start) or not _free(text, start, end, _NUMBER_BEFORE, _NUMBER_AFTER):
+        if not p.NUMBER_START.match(text, start) or (start and text[start - 1] in _NUMBER_BEFORE):
             continue
         # The digits of an IBAN-shaped string, valid or not, are its account number, not a phone.
         if any(lo <= start < hi for lo, hi in iban_shaped):
             continue
+        if start and text[start] == "+" and text[start - 1] == "(":
+            start -= 1  # "(+44) 20 7946 0958": the parenthesis opens the number
+        glued = end < len(text) and text[end] in _NUMBER_AFTER
+        if glued and text[end] not in "xX":
+            continue
+        found = len(out)
         # "1.3.6.1.4.1" (an OID) is one run and no address; "10.0.0.1." ending a sentence is one.
         _numbers(text, start, end, out)
+        if len(out) == found:
+            if not glued and _context_phone(text, start, end):
+                out.append(Finding(start, end, PHONE))
+            continue
+        last = out[-1]
+        if last.kind == PHONE and last.end == end and end < len(text) and text[end] in _EXTENSION_START:
+            # "545-741-4436x123", "(545) 741-4436 ext. 12": the extension is part of the number.
+            extension = p.PHONE_EXTENSION.match(text, end)
+            if extension is not None:
+                out[-1] = Finding(last.start, extension.end(), PHONE)
+                continue
+        if glued:
+            del out[found:]  # glued to letters, and not a phone number with its extension
+
+
+def _context_phone(text: str, start: int, end: int) -> bool:
+    """A number a word just before calls a phone number: "phone: 5457414436", "Tel. 333 1234567"."""
+    return checks.context_phone(text[start:end]) and checks.phone_context(text[max(0, start - _CONTEXT) : start])
+
+
+def _slashed_phones(text: str, out: list[Finding]) -> None:
+    """German-style national numbers with a slash after the area code: "030/12345678"."""
+    for match in p.SLASHED_PHONE.finditer(text):
+        start, end = match.span()
+        if _free(text, start, end, _NUMBER_BEFORE, _SLASHED_AFTER):
+            digits = match.group().translate(_SEPARATORS).replace("/", "")
+            if 7 <= len(digits) <= 13:
+                out.append(Finding(start, end, PHONE))
 
 
 def may_hold_pii(text: str) -> bool:
