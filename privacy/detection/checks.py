@@ -113,10 +113,15 @@ UNPREFIXED_REGIONS: tuple[str, ...] = ("ES", "IT", "PL", "PT", "MX", "BR", "CN")
 DATE_LIKE = re.compile(
     r"(?:19|20)\d\d[-./](?:0?[1-9]|1[0-2])[-./](?:0?[1-9]|[12]\d|3[01])|\d\d?[-./]\d\d?[-./](?:19|20)\d\d"
 )
-_NANP_SHAPE = re.compile(r"(?:\+?1[ .\-]?)?\(?[2-9]\d\d\)?[ .\-]?[2-9]\d\d[ .\-]\d{4}")
+# North American layouts: area code [2-9]XX (in parentheses or followed by a separator), any
+# exchange (Canadian and test numbers use 0 and 1 there too), the line after a separator.
+_NANP_SHAPE = re.compile(r"(?:\+?1[ .\-]?)?(?:\([2-9]\d\d\)[ .\-]?|[2-9]\d\d[ .\-])\d{3}[ .\-]\d{4}")
+# An area code in parentheses, after a country or trunk prefix or not: "8 (928) 775-74-47",
+# "(351) 925 807 302", "(0711) 123456".
+_PARENTHESIZED = re.compile(r"(?:\d{1,3}[ .\-]?)?\(\d{2,5}\)[ .\-]?\d[\d .\-]*\d")
 _GROUPED = re.compile(r"\(?\d{2,4}\)?(?:[ \-]\d{2,5}){2,4}")
 _TWO_GROUPS = re.compile(r"\(?\d{2,5}\)? \d{5,8}")  # 8-12 digits (a shorter first group, a longer second)
-_NANP_BARE = re.compile(r"1?[2-9]\d\d[2-9]\d{6}")
+_NANP_BARE = re.compile(r"1?[2-9]\d{9}")
 # A national number's first group is its area code, two to five digits with the trunk 0.
 _AREA_CODE_FIRST = re.compile(r"\(0\d{1,4}\) ?\d|0\d{1,4}[ .\-]\d")
 # A group of one digit first or last: "0-306-40615-2" is an ISBN, not a phone number.
@@ -151,8 +156,9 @@ def phone_digits_valid(candidate: str, digits: str) -> bool:
 
     - international (``+`` or ``00``): a country code and a national number of a length possible
       there; ``00`` needs a separator too (``0012345678`` is an id);
-    - North American layouts (``(545) 741-4436``, ``545.741.4436``, ``+1 545 741 4436``): the shape
-      alone (area code and exchange ``[2-9]XX``);
+    - North American layouts (``(545) 741-4436``, ``545.741.4436``, ``1-858-073-0215``): the shape
+      alone (an area code ``[2-9]XX``);
+    - an area code in parentheses and 8-13 digits (``8 (928) 775-74-47``, ``(351) 925 807 302``);
     - a trunk ``0`` (``01632 960123``, ``(0711) 123456``): valid in a region of `NATIONAL_REGIONS`,
       or 10-11 digits whose first group is an area code (two to five digits);
     - three or more groups without a trunk ``0`` (Spain, Italy, Poland...): valid in a region of
@@ -166,6 +172,8 @@ def phone_digits_valid(candidate: str, digits: str) -> bool:
     if len(digits) == len(candidate):
         return False
     if _NANP_SHAPE.fullmatch(candidate):
+        return True
+    if "(" in candidate and 8 <= len(digits) <= 13 and _PARENTHESIZED.fullmatch(candidate):
         return True
     if _ONE_DIGIT_END.search(candidate):
         return False
@@ -188,13 +196,19 @@ def phone_context(before: str) -> bool:
 def context_phone(candidate: str) -> bool:
     """A number `phone_digits_valid` refused that is a phone number when the words before it say
     so (`phone_context`): a bare North American number (``5457414436``, ``15457414436``), a bare
-    national one with its trunk ``0`` (``07700900123``), or 8-12 digits in two groups split by a
+    national one with its trunk ``0`` (``07700900123``) or valid without one in a region of
+    `UNPREFIXED_REGIONS` (``13340562241`` in China, ``3465807301`` in Italy), or 8-12 digits in two groups split by a
     space (``545 7414436``, ``333 1234567``). Not three or more groups or dashes: after "phone" in
     a table header, those are SSNs (``123-45-6789``), ZIP+4 codes and ISBNs."""
     if candidate.isdigit():
-        if not 10 <= len(candidate) <= 11:
+        if not 9 <= len(candidate) <= 11:
             return False
-        return _NANP_BARE.fullmatch(candidate) is not None or (candidate[0] == "0" and candidate[1] != "0")
+        if _NANP_BARE.fullmatch(candidate) is not None or (candidate[0] == "0" and candidate[1] != "0"):
+            return True
+        # Ten digits starting with 1 are a Unix time (2001-2033) before they are a Mexican number.
+        return (len(candidate) != 10 or candidate[0] != "1") and any(
+            _valid_national(region, candidate) for region in UNPREFIXED_REGIONS
+        )
     return candidate.count(" ") == 1 and _TWO_GROUPS.fullmatch(candidate) is not None
 
 
