@@ -26,6 +26,7 @@ _PRIORITY = {kind: i for i, kind in enumerate(TIE_ORDER)}
 _EXTENSION_START = frozenset(" xXeE")
 _SLASHED_AFTER = _ALNUM | frozenset("_/")
 _CONTEXT = 32  # characters before a bare number searched for a word calling it a phone number
+_CLAUSE_ENDS = ";!?\n。"
 
 
 def _classify_number(candidate: str) -> str | None:
@@ -145,14 +146,21 @@ def _numbers_and_addresses(text: str, out: list[Finding]) -> None:
         start, end = match.span()
         if not p.NUMBER_START.match(text, start) or (start and text[start - 1] in _NUMBER_BEFORE):
             continue
+        if start > 1 and text[start - 1] == ":" and text[start - 2] in _DIGIT_SET:
+            continue  # the seconds of a time: "12:30:08.188841"
         # The digits of an IBAN-shaped string, valid or not, are its account number, not a phone.
-        if any(lo <= start < hi for lo, hi in iban_shaped):
-            continue
+        # (The IBAN-shaped spans are disjoint and in text order: one bisection, not a pass over all.)
+        if iban_shaped:
+            i = bisect.bisect_right(iban_shaped, (start, len(text) + 1)) - 1
+            if i >= 0 and start < iban_shaped[i][1]:
+                continue
         if start and text[start] == "+" and text[start - 1] == "(":
             start -= 1  # "(+44) 20 7946 0958": the parenthesis opens the number
         glued = end < len(text) and text[end] in _NUMBER_AFTER
         if glued and text[end] not in "xX":
             continue
+        if end + 1 < len(text) and text[end] == "-" and text[end + 1] in _ALNUM:
+            continue  # a part of a longer token: the "-X" of an ISBN, "123-456-AB"
         found = len(out)
         # "1.3.6.1.4.1" (an OID) is one run and no address; "10.0.0.1." ending a sentence is one.
         _numbers(text, start, end, out)
@@ -172,8 +180,16 @@ def _numbers_and_addresses(text: str, out: list[Finding]) -> None:
 
 
 def _context_phone(text: str, start: int, end: int) -> bool:
-    """A number a word just before calls a phone number: "phone: 5457414436", "Tel. 333 1234567"."""
-    return checks.context_phone(text[start:end]) and checks.phone_context(text[max(0, start - _CONTEXT) : start])
+    """A number a word just before calls a phone number: "phone: 5457414436", "Tel. 333 1234567"
+    (`checks.context_phone` for the shapes, `checks.phone_context` for the words)."""
+    if not checks.context_phone(text[start:end]):
+        return False
+    before = text[max(0, start - _CONTEXT) : start]
+    # Only words after the last number before it: in "call me at +1 415 555 0132, order 9741337041"
+    # "call" is about the first number, not the order number.
+    # Nor across the end of a clause: "phone field empty; id 9741337041".
+    cut = max(max(before.rfind(d) for d in _DIGITS), max(before.rfind(c) for c in _CLAUSE_ENDS))
+    return checks.phone_context(before[cut + 1 :])
 
 
 def _slashed_phones(text: str, out: list[Finding]) -> None:
