@@ -79,8 +79,17 @@ def _numbers(text: str, start: int, end: int, out: list[Finding]) -> None:
 
 
 def _free(text: str, start: int, end: int, before: frozenset[str], after: frozenset[str]) -> bool:
-    """No character of ``before`` just before the span and none of ``after`` just after it."""
-    return (start == 0 or text[start - 1] not in before) and (end == len(text) or text[end] not in after)
+    """No character of ``before`` just before the span (but for an escape) and none of ``after``
+    just after it."""
+    return (start == 0 or text[start - 1] not in before or _escaped(text, start)) and (
+        end == len(text) or text[end] not in after
+    )
+
+
+def _escaped(text: str, start: int) -> bool:
+    """The span follows an escaped newline, tab or carriage return (``\\n``: JSON text inside JSON,
+    log lines): the letter before it ends the escape, not a word the span would be part of."""
+    return start > 1 and text[start - 2] == "\\" and text[start - 1] in "ntr"
 
 
 def _emails(text: str, out: list[Finding]) -> None:
@@ -117,7 +126,11 @@ def _ipv6(text: str, out: list[Finding]) -> None:
         start, end = match.span()
         before = text[start - 1] if start else ""
         # "IP:2001:db8::1" is an address after a label; "ID:abcd:..." first matches from the "D".
-        if before in _ALNUM or before == "." or (before == ":" and match.group()[0] == ":"):
+        if (
+            (before in _ALNUM and not _escaped(text, start))
+            or before == "."
+            or (before == ":" and match.group()[0] == ":")
+        ):
             pos = start + 1
             continue
         candidate = match.group()
@@ -144,7 +157,9 @@ def _numbers_and_addresses(text: str, out: list[Finding]) -> None:
         _slashed_phones(text, out)
     for match in p.NUMBER.finditer(text):
         start, end = match.span()
-        if not p.NUMBER_START.match(text, start) or (start and text[start - 1] in _NUMBER_BEFORE):
+        if not p.NUMBER_START.match(text, start):
+            continue
+        if start and text[start - 1] in _NUMBER_BEFORE and not _escaped(text, start):
             continue
         if start > 1 and text[start - 1] == ":" and text[start - 2] in _DIGIT_SET:
             continue  # the seconds of a time: "12:30:08.188841"

@@ -316,10 +316,29 @@ def test_a_bare_number_that_the_words_before_call_a_phone_number_is_one(text, sp
         "score +1 200 000",  # too short for a +1 number
         "marketplace order 112-3456789-1234567",
         "10 digits of a timestamp 1716200000 beside call",
+        "at 1978-07-22T08:30:08.188841 and 1995-06-19 10:50:08.459056",  # a time's seconds
+        "ISBN 84-470-1746-X",  # a number before "-X" is part of a longer token
+        "phone field empty; id 9741337041",  # the phone word is in another clause
     ],
 )
 def test_phone_shaped_look_alikes_are_left_alone(text):
     assert found(text) == []
+
+
+def test_a_phone_word_speaks_of_the_first_number_after_it_only():
+    text = "call me at +1 415 555 0132, order 9741337041"
+    assert found(text) == [("PHONE", "+1 415 555 0132")]
+
+
+def test_values_after_an_escaped_newline_or_tab_are_found():
+    # JSON text inside JSON, log lines: the "n" of "\n" is not a word the value belongs to.
+    text = r'{"log": "peer\n2001:0db8:85a3:0000:0000:8a2e:0370:7334\tclosed\n10.0.0.12\n+1 (545) 741-4436"}'
+    assert found(text) == [
+        ("IP_ADDRESS", "2001:0db8:85a3:0000:0000:8a2e:0370:7334"),
+        ("IP_ADDRESS", "10.0.0.12"),
+        ("PHONE", "+1 (545) 741-4436"),
+    ]
+    assert found(r"C:\new\t12345678 and xn12345678") == []
 
 
 @pytest.mark.parametrize(
