@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 # API keys and tokens, by issuer. The span is the whole token.
+_B64URL = r"[A-Za-z0-9_\-]"
 _SECRET = "|".join(
     (
         r"sk-ant-(?:api\d\d-|admin\d\d-)?[A-Za-z0-9_\-]{20,}",  # Anthropic
@@ -21,11 +22,18 @@ _SECRET = "|".join(
         r"gh[pousr]_[A-Za-z0-9]{36,255}",  # GitHub tokens
         r"github_pat_[A-Za-z0-9_]{22,255}",  # GitHub fine-grained token
         r"xox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack
+        r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}",  # Stripe secret and restricted keys
+        r"AIza[A-Za-z0-9_\-]{35}(?![A-Za-z0-9_\-])",  # Google API key
+        r"hf_[A-Za-z0-9]{30,}",  # Hugging Face
+        r"glpat-[A-Za-z0-9_\-]{20,}",  # GitLab personal access token
+        r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])",  # npm
+        r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}",  # SendGrid
         # JWT: a JSON header ('{"' is "eyJ" in base64url) and two more parts, whatever the payload
         # holds (claims, or encrypted or opaque bytes); "header.payload." (alg none), and the five
-        # parts of an encrypted JWT (the second one empty with alg "dir").
-        r"eyJ[A-Za-z0-9_\-]{5,}\.(?:[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*|\.[A-Za-z0-9_\-]{5,})"
-        r"(?:\.[A-Za-z0-9_\-]*\.[A-Za-z0-9_\-]{5,})?",
+        # parts of an encrypted JWT (the second one empty with alg "dir"); "=" padding kept by
+        # some encoders.
+        rf"eyJ{_B64URL}{{5,}}={{0,2}}\.(?:{_B64URL}{{5,}}={{0,2}}\.{_B64URL}*|\.{_B64URL}{{5,}})={{0,2}}"
+        rf"(?:\.{_B64URL}*\.{_B64URL}{{5,}}={{0,2}})?",
     )
 )
 
@@ -49,6 +57,7 @@ SECRET = re.compile(rf"(?<![A-Za-z0-9_\-])(?:{_SECRET})")
 # ("gh" alone would send most English prose through the pass: "though", "night".)
 SECRET_HINTS: tuple[str, ...] = (
     "sk-", "AKIA", "ASIA", "ABIA", "ACCA", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "eyJ",
+    "sk_", "rk_", "AIza", "hf_", "glpat-", "npm_", "SG.",
 )  # fmt: skip
 # One search for all of them: about half the cost of a test per hint on short texts.
 SECRET_HINT = re.compile("|".join(re.escape(hint) for hint in SECRET_HINTS))
@@ -60,9 +69,10 @@ SECRET_HINT = re.compile("|".join(re.escape(hint) for hint in SECRET_HINTS))
 #   "@" e-mail; digits: phone, card, IBAN, SSN, IPv4 and IPv6 (the scanner needs a digit for
 #   either); "-": sk-, sk-ant-, xox?- tokens and PEM blocks; "_": ghp_ … github_pat_ and
 #   aws_secret_access_key; "IA"/"CCA": AKIA, ASIA, ABIA, ACCA key ids (may have no digit);
-#   "eyJ": JWTs; "ecret"/"ECRET": an AWS secret key after its name ("AWS Secret: …").
+#   "eyJ": JWTs; "ecret"/"ECRET": an AWS secret key after its name ("AWS Secret: …"); "AIza" and
+#   "SG.": Google and SendGrid keys, which need neither a digit nor "-" nor "_".
 PREFILTER_CHARS = "@0123456789-_"
-PREFILTER_WORDS: tuple[str, ...] = ("IA", "CCA", "eyJ", "ecret", "ECRET")
+PREFILTER_WORDS: tuple[str, ...] = ("IA", "CCA", "eyJ", "ecret", "ECRET", "AIza", "SG.")
 AWS_SECRET = re.compile(_AWS_SECRET)
 PEM = re.compile(_PEM)
 

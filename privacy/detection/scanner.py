@@ -26,6 +26,7 @@ _PRIORITY = {kind: i for i, kind in enumerate(TIE_ORDER)}
 _EXTENSION_START = frozenset(" xXeE")
 _SLASHED_AFTER = _ALNUM | frozenset("_/")
 _CONTEXT = 32  # characters before a bare number searched for a word calling it a phone number
+_NEEDS_A_DIGIT = ("sk-", "sk_", "rk_", "hf_", "glpat-", "npm_")
 _CLAUSE_ENDS = ";!?\n。"
 
 
@@ -110,9 +111,10 @@ def _secrets(text: str, out: list[Finding]) -> None:
     if p.SECRET_HINT.search(text) is not None:
         for match in p.SECRET.finditer(text):
             token = match.group()
-            # An "sk-" key is random, so it has digits; "sk-this-is-a-long-slug-of-words" is not a key.
+            # An "sk-" key is random, so it has digits; "sk-this-is-a-long-slug-of-words" is not a key
+            # (nor "sk_test_placeholder_for_the_docs", "hf_the_model_card_of_this_repository").
             # The other prefixes are specific enough (an AWS key id may well be all letters).
-            if not token.startswith("sk-") or any(ch in _DIGITS for ch in token):
+            if not token.startswith(_NEEDS_A_DIGIT) or any(ch in _DIGITS for ch in token):
                 out.append(Finding(match.start(), match.end(), SECRET))
     if "PRIVATE KEY-----" in text:
         out.extend(Finding(m.start(), m.end(), SECRET) for m in p.PEM.finditer(text))
