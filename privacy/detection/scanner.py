@@ -26,7 +26,9 @@ _PRIORITY = {kind: i for i, kind in enumerate(TIE_ORDER)}
 _EXTENSION_START = frozenset(" xXeE")
 _SLASHED_AFTER = _ALNUM | frozenset("_/")
 _CONTEXT = 32  # characters before a bare number searched for a word calling it a phone number
-_NEEDS_A_DIGIT = ("sk-", "sk_", "rk_", "hf_", "glpat-", "npm_")
+# Tokens of these issuers are random, so they hold a digit; without one they are slugs or words
+# (and Google's and SendGrid's would not pass the prefilter, which has no word for them).
+_NEEDS_A_DIGIT = ("sk-", "sk_", "rk_", "hf_", "glpat-", "npm_", "AIza", "SG.")
 _CLAUSE_ENDS = ";!?\n。"
 
 
@@ -157,14 +159,17 @@ def _numbers_and_addresses(text: str, out: list[Finding]) -> None:
         _ipv6(text, out)
     if "/" in text:
         _slashed_phones(text, out)
+    length = len(text)
     for match in p.NUMBER.finditer(text):
         start, end = match.span()
         if not p.NUMBER_START.match(text, start):
             continue
-        if start and text[start - 1] in _NUMBER_BEFORE and not _escaped(text, start):
-            continue
-        if start > 1 and text[start - 1] == ":" and text[start - 2] in _DIGIT_SET:
-            continue  # the seconds of a time: "12:30:08.188841"
+        if start:
+            before = text[start - 1]
+            if before in _NUMBER_BEFORE and not _escaped(text, start):
+                continue
+            if before == ":" and start > 1 and text[start - 2] in _DIGIT_SET:
+                continue  # the seconds of a time: "12:30:08.188841"
         # The digits of an IBAN-shaped string, valid or not, are its account number, not a phone.
         # (The IBAN-shaped spans are disjoint and in text order: one bisection, not a pass over all.)
         if iban_shaped:
@@ -173,20 +178,22 @@ def _numbers_and_addresses(text: str, out: list[Finding]) -> None:
                 continue
         if start and text[start] == "+" and text[start - 1] == "(":
             start -= 1  # "(+44) 20 7946 0958": the parenthesis opens the number
-        glued = end < len(text) and text[end] in _NUMBER_AFTER
-        if glued and text[end] not in "xX":
+        after = text[end] if end < length else ""
+        glued = after in _NUMBER_AFTER
+        if glued and after not in "xX":
             continue
-        if end + 1 < len(text) and text[end] == "-" and text[end + 1] in _ALNUM:
+        if after == "-" and end + 1 < length and text[end + 1] in _ALNUM:
             continue  # a part of a longer token: the "-X" of an ISBN, "123-456-AB"
         found = len(out)
         # "1.3.6.1.4.1" (an OID) is one run and no address; "10.0.0.1." ending a sentence is one.
         _numbers(text, start, end, out)
         if len(out) == found:
-            if not glued and _context_phone(text, start, end):
+            # A bare number or two groups (`checks.context_phone`): never a dash or a dot.
+            if not glued and text.find("-", start, end) < 0 and _context_phone(text, start, end):
                 out.append(Finding(start, end, PHONE))
             continue
         last = out[-1]
-        if last.kind == PHONE and last.end == end and end < len(text) and text[end] in _EXTENSION_START:
+        if last.kind == PHONE and last.end == end and after in _EXTENSION_START:
             # "545-741-4436x123", "(545) 741-4436 ext. 12": the extension is part of the number.
             extension = p.PHONE_EXTENSION.match(text, end)
             if extension is not None:
