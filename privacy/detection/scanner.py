@@ -110,7 +110,11 @@ def _emails(text: str, out: list[Finding]) -> None:
 
 
 def _secrets(text: str, out: list[Finding]) -> None:
-    if p.SECRET_HINT.search(text) is not None:
+    if (
+        p.SECRET_HINT.search(text) is not None
+        or ("_" in text and p.UNDERSCORE_HINT.search(text) is not None)
+        or "SG." in text
+    ):
         for match in p.SECRET.finditer(text):
             token = match.group()
             # An "sk-" key is random, so it has digits; "sk-this-is-a-long-slug-of-words" is not a key
