@@ -197,18 +197,25 @@ def context_phone(candidate: str) -> bool:
     """A number `phone_digits_valid` refused that is a phone number when the words before it say
     so (`phone_context`): a bare North American number (``5457414436``, ``15457414436``), a bare
     national one with its trunk ``0`` (``07700900123``) or valid without one in a region of
-    `UNPREFIXED_REGIONS` (``13340562241`` in China, ``3465807301`` in Italy), or 8-12 digits in two groups split by a
-    space (``545 7414436``, ``333 1234567``). Not three or more groups or dashes: after "phone" in
-    a table header, those are SSNs (``123-45-6789``), ZIP+4 codes and ISBNs."""
+    `UNPREFIXED_REGIONS` (``13340562241`` in China, ``3465807301`` in Italy), an international one
+    of 11-12 digits written without its ``+`` (``447700900123``), or 8-12 digits in two groups split by a space
+    (``545 7414436``, ``333 1234567``). Not three or more groups or dashes: after "phone" in a table
+    header, those are SSNs (``123-45-6789``), ZIP+4 codes and ISBNs."""
     if candidate.isdigit():
-        if not 9 <= len(candidate) <= 11:
+        length = len(candidate)
+        if not 9 <= length <= 12:  # 13 digits are an EAN barcode before they are a phone number
             return False
-        if _NANP_BARE.fullmatch(candidate) is not None or (candidate[0] == "0" and candidate[1] != "0"):
-            return True
-        # Ten digits starting with 1 are a Unix time (2001-2033) before they are a Mexican number.
-        return (len(candidate) != 10 or candidate[0] != "1") and any(
-            _valid_national(region, candidate) for region in UNPREFIXED_REGIONS
-        )
+        if length <= 11:
+            if _NANP_BARE.fullmatch(candidate) is not None:
+                return True
+            if candidate[0] == "0" and candidate[1] != "0" and length >= 10:
+                return True
+            # Ten digits starting with 1 are a Unix time (2001-2033) before they are a Mexican number.
+            if (length != 10 or candidate[0] != "1") and any(
+                _valid_national(region, candidate) for region in UNPREFIXED_REGIONS
+            ):
+                return True
+        return length >= 11 and candidate[0] != "0" and _international(candidate, possible=True)
     return candidate.count(" ") == 1 and _TWO_GROUPS.fullmatch(candidate) is not None
 
 

@@ -28,6 +28,7 @@ _SLASHED_AFTER = _ALNUM | frozenset("_/")
 _CONTEXT = 32  # characters before a bare number searched for a word calling it a phone number
 # Tokens of these issuers are random, so they hold a digit; without one they are slugs or words
 # (and Google's and SendGrid's would not pass the prefilter, which has no word for them).
+_TYPESET = {0x00A0: " ", 0x202F: " ", 0x2009: " ", 0x2011: "-"}
 _NEEDS_A_DIGIT = ("sk-", "sk_", "rk_", "hf_", "glpat-", "npm_", "AIza", "SG.")
 _CLAUSE_ENDS = ";!?\n。"
 
@@ -260,6 +261,11 @@ def builtin_findings(text: str) -> list[Finding]:
     out: list[Finding] = []
     if len(text) < _SHORTEST or lower_case_word(text) or not may_hold_pii(text):
         return out
+    if "\u00a0" in text or "\u202f" in text or "\u2009" in text or "\u2011" in text:
+        # No-break, narrow no-break and thin spaces group digits in typeset text ("06 12 34 56 78"),
+        # a no-break hyphen joins them: read as a space and a hyphen, one character for one, so
+        # the offsets are the text's.
+        text = text.translate(_TYPESET)
     if "@" in text:
         _emails(text, out)
     _secrets(text, out)

@@ -97,6 +97,7 @@ def test_national_layouts_with_a_made_up_area_code_are_phones(span):
         ("cellulare 3465807301", "3465807301"),
         ("Tel. 333 1234567", "333 1234567"),
         ("cell: 545 7414436", "545 7414436"),
+        ("phone: 447700900123", "447700900123"),  # international, without its "+"
     ],
 )
 def test_a_bare_number_that_the_words_before_call_a_phone_number_is_one(text, span):
@@ -114,6 +115,8 @@ def test_a_bare_number_that_the_words_before_call_a_phone_number_is_one(text, sp
         "score +1 200 000",  # too short for a +1 number
         "marketplace order 112-3456789-1234567",
         "10 digits of a timestamp 1716200000 beside call",
+        "phone: 1716200000123",  # a Unix time in ms is no international number
+        "call about 5699647766193",  # an EAN-13
         "at 1978-07-22T08:30:08.188841 and 1995-06-19 10:50:08.459056",  # a time's seconds
         "ISBN 84-470-1746-X",  # a number before "-X" is part of a longer token
         "phone field empty; id 9741337041",  # the phone word is in another clause
@@ -218,3 +221,12 @@ def test_api_keys_of_more_issuers_are_secrets(token):
 )
 def test_token_prefixes_without_a_token_are_left_alone(text):
     assert found(text) == []
+
+
+def test_no_break_and_thin_spaces_group_digits_like_spaces():
+    text = "appelez le 06\u00a012\u00a034\u00a056\u00a078 ou +33\u202f6\u202f12\u202f34\u202f56\u202f78, 14\u20092004"
+    assert found(text) == [
+        ("PHONE", "06\u00a012\u00a034\u00a056\u00a078"),
+        ("PHONE", "+33\u202f6\u202f12\u202f34\u202f56\u202f78"),
+    ]
+    assert found("Tel. 0151\u20112345678") == [("PHONE", "0151\u20112345678")]
