@@ -7,6 +7,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+# The kinds of span that are calls (`traces.models.CALL_KINDS`, as plain strings).
+CALL_KINDS = frozenset({"llm", "embedding"})
+
 
 @dataclass(frozen=True, slots=True)
 class TraceRecord:
@@ -38,10 +41,26 @@ class TraceRecord:
     client_cost: Decimal | None = None
     price_source: str = ""
     price_version: str = ""
+    # The run this span belongs to (docs/routing.md, "Runs"): "" for run_id means a run of its own
+    # (its own trace id); parent_id is another span's trace id, "" for a root.
+    run_id: str = ""
+    parent_id: str = ""
+    kind: str = "llm"
+    name: str = ""
 
     @property
     def is_error(self) -> bool:
         return self.status in ("error", "rate_limited")
+
+    @property
+    def is_call(self) -> bool:
+        """An LLM or embedding call (priced, routed by its own rules); any other kind is structure."""
+        return self.kind in CALL_KINDS
+
+    @property
+    def run(self) -> str:
+        """The run's id: the client's, else this span's own id (a run of one)."""
+        return self.run_id or self.trace_id
 
     def condition_context(self) -> dict[str, Any]:
         """The variables routing conditions see (DESIGN.md, Routing): plain JSON-like values."""
@@ -69,6 +88,10 @@ class TraceRecord:
             "unpriced": self.unpriced,
             "usage_estimated": self.usage_estimated,
             "source": self.source,
+            "run_id": self.run,
+            "parent_id": self.parent_id,
+            "kind": self.kind,
+            "name": self.name,
         }
 
     @classmethod
@@ -103,4 +126,8 @@ class TraceRecord:
             client_cost=trace.client_cost,
             price_source=trace.price_source,
             price_version=trace.price_version,
+            run_id=trace.run_id,
+            parent_id=trace.parent_id,
+            kind=trace.kind,
+            name=trace.name,
         )

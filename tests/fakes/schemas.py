@@ -188,6 +188,10 @@ class WebhookError(Strict):
 
 class WebhookTrace(Strict):
     id: str
+    run_id: str = Field(min_length=1, max_length=128)
+    parent_id: str | None
+    kind: Literal["llm", "embedding", "agent", "tool", "retrieval", "chain", "workflow", "guardrail", "event", "other"]
+    name: str
     timestamp: datetime
     end_time: datetime
     model: str
