@@ -74,7 +74,8 @@ class TraceRecord:
             "latency_ms": self.latency_ms if self.latency_ms is not None else 0,
             "time_to_first_token_ms": self.time_to_first_token_ms or 0,
             # An unpriced trace's cost is unknown, not 0: conditions comparing it do not match.
-            "cost": float(self.cost) if self.cost is not None and not self.unpriced else None,
+            # A span that is no call has no cost at all (`routing.conditions.NO_COST_REASON`).
+            "cost": float(self.cost) if self.cost is not None and not self.unpriced and self.is_call else None,
             "status": self.status,
             "error": self.is_error,
             "error_type": self.error_type,
