@@ -273,3 +273,34 @@ def test_concurrent_writers_of_one_run_never_lose_a_structural_span(published):
         assert errors == []
         assert routed("hook") >= {f"race-{n}-chat-a", f"race-{n}-tool", f"race-{n}-agent"}
     assert Delivery.objects.filter(destination="hook").count() == 3 * rounds
+
+
+def test_langsmith_spans_wait_for_their_ancestors_without_spending_attempts(published):
+    from integrations.registry import exporter_class
+    from tests.fakes import FakeLangSmith
+
+    team = TeamFactory()
+    principal = principal_for(team)
+    with FakeLangSmith(api_key="ls-key") as server:
+        config = exporter_class("langsmith").validate_config({"apiKey": "ls-key", "endpoint": server.url})
+        make_integration(team, "ls", platform="langsmith", config=config)
+        RoutingRuleFactory(team=team, name="gpt-4o", conditions={"model": "gpt-4o"}, destinations=[dest("ls")])
+        spans = agent_run(principal)
+        store(spans["chat-a"], spans["tool"])  # the root agent comes last
+        deliver_all()
+
+        waiting = Delivery.objects.get(trace__trace_id="run-1-chat-a")
+        assert (waiting.status, waiting.attempts) == (DeliveryStatus.PENDING, 0)
+        assert "has not arrived yet" in waiting.last_error
+        assert server.runs == {}  # neither span could name its root yet
+
+        store(spans["agent"])
+        Delivery.objects.update(next_attempt_at=timezone.now())
+        deliver_all()
+
+        assert server.problems == []
+        assert set(Delivery.objects.values_list("status", flat=True)) == {DeliveryStatus.DELIVERED}
+        assert len(server.runs) == 3
+        root = [r for r in server.runs.values() if "parent_run_id" not in r]
+        assert [r["name"] for r in root] == ["invoke_agent planner"]
+        assert {r["trace_id"] for r in server.runs.values()} == {root[0]["id"]}
