@@ -304,3 +304,16 @@ def test_langsmith_spans_wait_for_their_ancestors_without_spending_attempts(publ
         root = [r for r in server.runs.values() if "parent_run_id" not in r]
         assert [r["name"] for r in root] == ["invoke_agent planner"]
         assert {r["trace_id"] for r in server.runs.values()} == {root[0]["id"]}
+
+
+def test_the_admin_lists_a_runs_destinations_read_only(team_hook, admin_client):
+    RoutingRuleFactory(team=team_hook, name="gpt-4o", conditions={"model": "gpt-4o"}, destinations=[dest("hook")])
+    spans = agent_run(principal_for(team_hook))
+    store(spans["chat-a"], spans["agent"])
+    route = RunRoute.objects.get(run_id="run-1")
+
+    page = admin_client.get("/admin/delivery/runroute/?q=run-1").content.decode()
+
+    assert "run-1" in page and "hook" in page
+    assert admin_client.get("/admin/delivery/runroute/add/").status_code == 403
+    assert admin_client.post(f"/admin/delivery/runroute/{route.pk}/change/", {"run_id": "x"}).status_code == 403
