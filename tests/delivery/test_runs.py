@@ -317,3 +317,18 @@ def test_the_admin_lists_a_runs_destinations_read_only(team_hook, admin_client):
     assert "run-1" in page and "hook" in page
     assert admin_client.get("/admin/delivery/runroute/add/").status_code == 403
     assert admin_client.post(f"/admin/delivery/runroute/{route.pk}/change/", {"run_id": "x"}).status_code == 403
+
+
+def test_sampling_keeps_or_drops_each_run_whole(team_hook):
+    RoutingRuleFactory(team=team_hook, name="all", sample_rate=0.5, destinations=[dest("hook")])
+    principal = principal_for(team_hook)
+    runs = [f"s-{n}" for n in range(40)]
+    for run in runs:
+        store(*agent_run(principal, run=run).values())
+    kept = {run for run in runs if Trace.objects.filter(run_id=run).exclude(destinations=[]).exists()}
+    for run in runs:
+        spans = Trace.objects.filter(run_id=run)
+        expected = 4 if run in kept else 0
+        assert Delivery.objects.filter(trace__in=spans).count() == expected, run
+        assert all(d["rate"] == 0.5 for s in spans for d in s.routing)
+    assert 8 < len(kept) < 32
