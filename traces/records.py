@@ -57,11 +57,6 @@ class TraceRecord:
         return self.status in ("error", "rate_limited")
 
     @property
-    def is_call(self) -> bool:
-        """An LLM or embedding call (priced, routed by its own rules); any other kind is structure."""
-        return self.kind in CALL_KINDS
-
-    @property
     def run(self) -> str:
         """The run's id: the client's, else this span's own id (a run of one)."""
         return self.run_id or self.trace_id
