@@ -55,11 +55,12 @@ class Trace(models.Model):
     # The run this span belongs to (docs/runs.md): ``run_id`` is the client's (the OpenTelemetry trace
     # id for OTLP) or, for a record sent without one, its own ``trace_id``: a run of one span.
     # ``parent_id`` is the ``trace_id`` of another span of the same run, or "" for a root; the parent
-    # may arrive after its children.
-    run_id = models.CharField(max_length=128, default="", blank=True)
-    parent_id = models.CharField(max_length=128, default="", blank=True)
-    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.LLM)
-    name = models.CharField(max_length=200, default="", blank=True)
+    # may arrive after its children. Database defaults too, so a process of the previous release
+    # (rolling deploys) still writes rows.
+    run_id = models.CharField(max_length=128, default="", db_default="", blank=True)
+    parent_id = models.CharField(max_length=128, default="", db_default="", blank=True)
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.LLM, db_default=Kind.LLM)
+    name = models.CharField(max_length=200, default="", db_default="", blank=True)
 
     model = models.CharField(max_length=200, blank=True)
     provider = models.CharField(max_length=64, blank=True)
