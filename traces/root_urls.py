@@ -9,6 +9,7 @@ urlpatterns = [
     path("plants", api.PlantList.as_view(), name="plants"),
     path("traces", feed.trace_feed, name="trace-feed"),
     path("traces/live", feed.trace_feed_live, name="trace-feed-live"),
+    path("traces/columns", feed.trace_feed_columns, name="trace-feed-columns"),
     path("traces/<str:trace_id>", detail.trace_detail, name="trace-detail"),
     path(
         "traces/<str:trace_id>/deliveries/<int:delivery_id>/retry", detail.delivery_retry, name="trace-delivery-retry"
