@@ -81,6 +81,11 @@ def test_every_item_is_visible_or_behind_the_menu_at_every_width(page, sign_in, 
         expect(page.locator(".nav-toggle")).not_to_have_attribute("open", "")
     page.set_viewport_size({"width": 1280, "height": 800})
     shoot(page, "nav-settings")
+    page.set_viewport_size({"width": 390, "height": 844})  # with app.js: a link in the open menu is followed
+    page.locator(".nav-toggle > summary").click()
+    page.get_by_role("link", name="Analytics").click()
+    expect(page.get_by_role("heading", name="Analytics", level=1)).to_be_visible()
+    expect(page.get_by_role("link", name="Analytics")).to_be_hidden()  # the menu is closed on the new page
 
 
 def test_the_menu_opens_and_follows_a_link_without_javascript(chromium, live, sign_in, person):
