@@ -4,6 +4,7 @@ import uuid
 from typing import Any
 
 import uuid_utils
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -153,6 +154,28 @@ class Plant(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class FeedColumn(models.TextChoices):
+    """The feed's columns a person may add to the default ones (docs/dashboard.md, the trace feed)."""
+
+    USER = "user", "User"
+    SESSION = "session", "Session"
+    SERVICE = "service", "Service"
+    RUN = "run", "Run"
+    PROMPT = "prompt", "Prompt preview"
+
+
+class FeedColumns(models.Model):
+    """The optional feed columns one person chose: kept per user, server side, so the choice follows
+    them to every team, browser and device (and the live poll and the next pages render the same)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    columns = models.JSONField(default=list, blank=True)  # FeedColumn values, in FeedColumn order
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {', '.join(self.columns) or 'default columns'}"
 
 
 # `tags__has_item="beta"`, `metadata__has_entry=("k", "v")` (see traces/lookups.py).
