@@ -24,6 +24,7 @@ from typing import Any
 
 from django.conf import settings
 
+from traces.kinds import CALL_KINDS
 from traces.normalize import MAX_METADATA_KEY_LENGTH, TEXT_LIMITS
 
 from .messages import is_content_key, prompt_and_reply
@@ -62,7 +63,6 @@ OPENINFERENCE_KINDS = {
 TRACELOOP_KINDS = {"workflow": "workflow", "task": "chain", "agent": "agent", "tool": "tool", "unknown": "other"}
 # OpenLLMetry marks its LLM call spans with the request type instead of a span kind.
 TRACELOOP_REQUEST_TYPES = {"chat": "llm", "completion": "llm", "embedding": "embedding", "rerank": "retrieval"}
-CALL_KINDS = frozenset({"llm", "embedding"})
 UNKNOWN_MODEL = "unknown"  # a call that names no model: stored, unpriced (as the proxy does)
 USAGE_KEYS = frozenset({"gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
                         "llm.usage.prompt_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",

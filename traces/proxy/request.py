@@ -12,7 +12,7 @@ import orjson
 from config.problems import Problem
 
 from ..ids import CLIENT_ID_RE
-from ..normalize import MAX_METADATA_KEY_LENGTH, MAX_TAG_LENGTH, TEXT_LIMITS
+from ..normalize import MAX_METADATA_KEY_LENGTH, MAX_RUN_ID, MAX_TAG_LENGTH, TEXT_LIMITS
 from .capture import SERVER_METADATA_KEYS, Capture, endpoint_of
 from .conf import ProxySettings
 from .sse import UsageFilter
@@ -39,8 +39,9 @@ REQUEST_DROP = frozenset(
 )
 CREDENTIAL_HEADERS = frozenset({b"authorization", b"x-api-key", b"api-key"})
 _INJECTABLE = frozenset({"chat", "completions"})
-MAX_RUN_ID = 128  # the REST API's `run_id` (docs/runs.md)
-_RUN_ID_BAD = re.compile(r"[\x00-\x1f\x7f/]")  # it goes in a URL path: no control characters, no "/"
+# The REST API's rule for `run_id` (traces/normalize.py): it goes in a URL path, so no control
+# characters and no "/".
+_RUN_ID_BAD = re.compile(r"[\x00-\x1f\x7f/]")
 
 
 class Incoming:
