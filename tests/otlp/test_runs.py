@@ -156,3 +156,30 @@ def test_spans_of_no_known_kind_are_kept_as_other(api, team) -> None:
         ("other", "SELECT orders", None, False),
     }
     assert spans[item_id(TOOL)].metadata["db.system.name"] == "postgresql"
+
+
+def test_a_run_of_10000_spans_is_stored_whole(api, team) -> None:
+    """Ten thousand spans of one trace (a tree three wide, every fourth leaf a chat call), exported
+    children first in a BatchSpanProcessor's batches of 512: every span stored, every parent link resolves."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    n = 10_000
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o-mini", "gen_ai.usage.input_tokens": 10,
+            "gen_ai.usage.output_tokens": 2}  # fmt: skip
+    step = {"traceloop.span.kind": "task"}
+    ids = [i.to_bytes(8, "big") for i in range(1, n + 1)]
+    calls = {i for i in range(n) if 3 * i + 1 >= n and i % 4 == 3}  # leaves: a call wraps no other call
+    spans: list[Span] = []
+    for i in reversed(range(n)):  # the deepest end first; the root (0) last
+        spans.append(
+            span(chat if i in calls else step, name=f"span {i}", trace_id=RUN, span_id=ids[i],
+                 parent_span_id=ids[(i - 1) // 3] if i else b"", start=START + i * MS, duration_ms=5)
+        )  # fmt: skip
+    for first in range(0, n, 512):
+        post(api, protobuf(*spans[first : first + 512]))
+    rows = list(Trace.objects.filter(team=team, run_id=RUN.hex()).values_list("trace_id", "parent_id", "kind"))
+    assert len(rows) == n
+    stored_ids = {trace_id for trace_id, _, _ in rows}
+    assert all(parent == "" or parent in stored_ids for _, parent, _ in rows)
+    assert sum(1 for _, parent, _ in rows if parent == "") == 1
+    assert sum(1 for _, _, kind in rows if kind == "llm") == len(calls) > 1600
