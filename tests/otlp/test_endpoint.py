@@ -273,6 +273,11 @@ def test_it_reads_what_the_node_sdk_sends(api, team) -> None:
     assert (trace.service_name, trace.session_id, trace.tags) == ("node-app", "sess-42", ["web"])
     assert trace.input == [{"role": "user", "content": "Hi"}]
     assert trace.metadata["otel.parent_span_id"] == "eee19b7ec3c1b173"
+    assert (trace.run_id, trace.parent_id, trace.kind) == (
+        "5b8efff798038103d269b633813fc60c",
+        "otel-5b8efff798038103d269b633813fc60c-eee19b7ec3c1b173",  # from OTLP JSON's hex parentSpanId
+        "llm",
+    )
     assert trace.metadata["otel.scope"] == "@arizeai/openinference-instrumentation-openai"
 
 
