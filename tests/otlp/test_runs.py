@@ -4,6 +4,7 @@ different parents, the root exported last in its own request)."""
 
 from __future__ import annotations
 
+import time
 from decimal import Decimal
 from typing import Any
 
@@ -26,33 +27,33 @@ def post(client: Any, body: bytes) -> None:
     assert r.content == b"", "no span refused"
 
 
-def agent_run() -> tuple[list[Any], Any]:
+def agent_run(start: int = START) -> tuple[list[Any], Any]:
     """(the children, in the order an SDK ends them, and the root): the agent answers with gpt-4o-mini
     and calls a tool that asks claude. The root names a model and carries the whole run's usage, as
     agent frameworks' `invoke_agent` spans do."""
     root = span(
         {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "triage", "gen_ai.request.model": "gpt-4o-mini",
          "gen_ai.usage.input_tokens": 130, "gen_ai.usage.output_tokens": 25},
-        name="invoke_agent triage", trace_id=RUN, span_id=ROOT, start=START, duration_ms=2500,
+        name="invoke_agent triage", trace_id=RUN, span_id=ROOT, start=start, duration_ms=2500,
     )  # fmt: skip
     tool = span(
         {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup_order",
          "gen_ai.tool.call.arguments": '{"order": 42}', "gen_ai.tool.call.result": '{"status": "shipped"}'},
         name="execute_tool lookup_order", trace_id=RUN, span_id=TOOL, parent_span_id=ROOT,
-        start=START + 100 * MS, duration_ms=1200,
+        start=start + 100 * MS, duration_ms=1200,
     )  # fmt: skip
     chat_b = span(
         {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic",
          "gen_ai.request.model": "claude-3-5-haiku-20241022", "gen_ai.usage.input_tokens": 30,
          "gen_ai.usage.output_tokens": 5},
         name="chat claude-3-5-haiku-20241022", trace_id=RUN, span_id=CHAT_B, parent_span_id=TOOL,
-        start=START + 200 * MS, duration_ms=900,
+        start=start + 200 * MS, duration_ms=900,
     )  # fmt: skip
     chat_a = span(
         {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai", "gen_ai.request.model": "gpt-4o-mini",
          "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 20},
         name="chat gpt-4o-mini", trace_id=RUN, span_id=CHAT_A, parent_span_id=ROOT,
-        start=START + 1400 * MS, duration_ms=1000,
+        start=start + 1400 * MS, duration_ms=1000,
     )  # fmt: skip
     return [chat_b, tool, chat_a], root
 
@@ -66,7 +67,7 @@ def stored(team: Any) -> dict[str, Trace]:
 
 
 def test_an_agent_run_exported_root_last_is_stored_as_its_tree(api, team) -> None:
-    children, root = agent_run()
+    children, root = agent_run(time.time_ns() - 60 * 1_000_000_000)  # a minute ago: in analytics' last hour
     post(api, protobuf(*children))
     early = stored(team)
     assert set(early) == {item_id(TOOL), item_id(CHAT_A), item_id(CHAT_B)}
@@ -99,6 +100,11 @@ def test_an_agent_run_exported_root_last_is_stored_as_its_tree(api, team) -> Non
     assert (agent.latency_ms, tool.latency_ms) == (2500, 1200)
     total = sum((t.cost or Decimal(0)) for t in spans.values())
     assert total == a.cost + b.cost
+
+    # Analytics count the two chat spans as the run's calls, nothing structural, nothing unpriced.
+    totals = api.get("/api/v1/analytics", {"time_range": "1h"}).json()["totals"]
+    assert (totals["count"], totals["unpriced"]) == (2, 0)
+    assert totals["total_tokens"] == a.total_tokens + b.total_tokens
 
 
 @pytest.mark.parametrize("order", ["one request, root first", "one request, root last", "span by span"])
