@@ -81,9 +81,10 @@ def test_it_reports_refused_spans_as_partial_success_and_stores_the_rest(api, te
     message = response.partial_success.error_message
     assert "prompt_tokens: Must be an integer" in message and bad_tokens.span_id.hex() in message
     assert "spanId 8 bytes" in message
-    assert list(Trace.objects.filter(team=team).values_list("trace_id", flat=True)) == [
-        f"otel-{good.trace_id.hex()}-{good.span_id.hex()}"
-    ]
+    assert set(Trace.objects.filter(team=team).values_list("trace_id", "kind")) == {
+        (f"otel-{good.trace_id.hex()}-{good.span_id.hex()}", "llm"),
+        (f"otel-{not_llm.trace_id.hex()}-{not_llm.span_id.hex()}", "other"),  # every span is kept
+    }
 
 
 def test_it_answers_partial_success_in_json(api) -> None:
@@ -272,6 +273,11 @@ def test_it_reads_what_the_node_sdk_sends(api, team) -> None:
     assert (trace.service_name, trace.session_id, trace.tags) == ("node-app", "sess-42", ["web"])
     assert trace.input == [{"role": "user", "content": "Hi"}]
     assert trace.metadata["otel.parent_span_id"] == "eee19b7ec3c1b173"
+    assert (trace.run_id, trace.parent_id, trace.kind) == (
+        "5b8efff798038103d269b633813fc60c",
+        "otel-5b8efff798038103d269b633813fc60c-eee19b7ec3c1b173",  # from OTLP JSON's hex parentSpanId
+        "llm",
+    )
     assert trace.metadata["otel.scope"] == "@arizeai/openinference-instrumentation-openai"
 
 

@@ -216,17 +216,109 @@ def test_it_finds_prompts_and_replies(attrs: dict[str, Any], events: list[Any], 
     assert not any(k.startswith(("gen_ai.input", "gen_ai.prompt", "llm.input", "input.")) for k in item["metadata"])
 
 
+KINDS = [
+    # GenAI semantic conventions: gen_ai.operation.name
+    ({"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"}, "llm"),
+    ({"gen_ai.operation.name": "text_completion", "gen_ai.request.model": "gpt-3.5-turbo-instruct"}, "llm"),
+    ({"gen_ai.operation.name": "generate_content", "gen_ai.request.model": "gemini-2.0-flash"}, "llm"),
+    ({"gen_ai.operation.name": "embeddings", "gen_ai.request.model": "text-embedding-3-small"}, "embedding"),
+    ({"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "gpt-4o"}, "agent"),
+    ({"gen_ai.operation.name": "create_agent", "gen_ai.agent.name": "Math Tutor"}, "agent"),
+    ({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather"}, "tool"),
+    ({"gen_ai.operation.name": "invoke_workflow"}, "workflow"),
+    ({"gen_ai.operation.name": "retrieval", "gen_ai.data_source.id": "H7STPQYOND"}, "retrieval"),
+    ({"gen_ai.operation.name": "search_memory"}, "retrieval"),
+    ({"gen_ai.operation.name": "plan"}, "chain"),
+    # OpenInference: openinference.span.kind
+    ({"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o"}, "llm"),
+    ({"openinference.span.kind": "EMBEDDING", "embedding.model_name": "e5"}, "embedding"),
+    ({"openinference.span.kind": "CHAIN", "llm.model_name": "gpt-4o"}, "chain"),
+    ({"openinference.span.kind": "TOOL"}, "tool"),
+    ({"openinference.span.kind": "AGENT"}, "agent"),
+    ({"openinference.span.kind": "RETRIEVER"}, "retrieval"),
+    ({"openinference.span.kind": "RERANKER"}, "retrieval"),
+    ({"openinference.span.kind": "GUARDRAIL"}, "guardrail"),
+    ({"openinference.span.kind": "EVALUATOR"}, "other"),
+    ({"openinference.span.kind": "UNKNOWN"}, "other"),
+    # OpenLLMetry / Traceloop: traceloop.span.kind, and llm.request.type on its call spans
+    ({"traceloop.span.kind": "workflow", "gen_ai.request.model": "gpt-4o"}, "workflow"),
+    ({"traceloop.span.kind": "task"}, "chain"),
+    ({"traceloop.span.kind": "agent"}, "agent"),
+    ({"traceloop.span.kind": "tool"}, "tool"),
+    ({"llm.request.type": "chat", "gen_ai.request.model": "gpt-4o"}, "llm"),
+    ({"llm.request.type": "embedding", "gen_ai.request.model": "text-embedding-3-small"}, "embedding"),
+    ({"llm.request.type": "rerank", "gen_ai.request.model": "rerank-v3.5"}, "retrieval"),
+    # no known kind: a call when it names a model, else other
+    ({"gen_ai.request.model": "gpt-4o", "gen_ai.operation.name": "my_custom_op"}, "llm"),
+    ({"http.request.method": "GET", "http.route": "/orders"}, "other"),
+    ({"db.system.name": "postgresql", "traceloop.span.kind": "something_new"}, "other"),
+]
+
+
+@pytest.mark.parametrize("attrs, kind", KINDS, ids=[f"{k}-{i}" for i, (_, k) in enumerate(KINDS)])
+def test_every_span_is_kept_with_the_kind_of_its_convention(attrs: dict[str, Any], kind: str) -> None:
+    item = item_of(span(attrs, name="the span's name"))
+    assert item is not None
+    assert (item["kind"], item["name"]) == (kind, "the span's name")
+    normalize_trace(item, team_id=1)  # every kind passes the REST API's rules
+
+
 @pytest.mark.parametrize(
     "attrs",
     [
-        pytest.param({"http.method": "GET", "http.route": "/orders"}, id="http-span"),
+        pytest.param({"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "gpt-4o"}, id="genai-agent"),
         pytest.param({"openinference.span.kind": "CHAIN", "llm.model_name": "gpt-4o"}, id="openinference-chain"),
-        pytest.param({"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "gpt-4o"}, id="agent"),
         pytest.param({"traceloop.span.kind": "workflow", "gen_ai.request.model": "gpt-4o"}, id="traceloop-workflow"),
     ],
 )
-def test_it_skips_spans_that_are_not_llm_calls(attrs: dict[str, Any]) -> None:
-    assert item_of(span(attrs)) is None
+def test_a_wrappers_usage_stays_in_its_metadata_and_is_never_priced(attrs: dict[str, Any]) -> None:
+    usage = {"gen_ai.usage.input_tokens": 500, "gen_ai.usage.output_tokens": 90, "llm.token_count.total": 590}
+    item = item_of(span({**attrs, **usage}))
+    assert item is not None and item["kind"] not in ("llm", "embedding")
+    assert item["model"] == "gpt-4o"  # shown on the span, not priced
+    assert not {"prompt_tokens", "completion_tokens", "total_tokens"} & set(item)
+    assert {k: item["metadata"][k] for k in usage} == usage
+    record = normalize_trace(item, team_id=1)
+    assert (record.prompt_tokens, record.completion_tokens, record.cost, record.unpriced) == (0, 0, None, False)
+
+
+def test_a_call_naming_no_model_is_kept_as_an_unknown_model() -> None:
+    item = item_of(span({"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 3}))
+    assert item is not None and (item["kind"], item["model"], item["prompt_tokens"]) == ("llm", "unknown", 3)
+    assert normalize_trace(item, team_id=1).unpriced
+
+
+def test_the_run_fields_come_from_the_span_ids() -> None:
+    run, root_id = bytes.fromhex("0af7651916cd43dd8448eb211c80319c"), bytes.fromhex("00f067aa0ba902b7")
+    root = span({"gen_ai.operation.name": "invoke_agent"}, name="invoke_agent triage", trace_id=run, span_id=root_id)
+    child = llm_span(trace_id=root.trace_id, span_id=bytes.fromhex("b7ad6b7169203331"), parent_span_id=root.span_id)
+    root_item, child_item = item_of(root), item_of(child)
+    assert root_item is not None and child_item is not None
+    assert root_item["run_id"] == child_item["run_id"] == "0af7651916cd43dd8448eb211c80319c"
+    assert root_item["parent_id"] is None and root_item["name"] == "invoke_agent triage"
+    assert child_item["parent_id"] == root_item["id"] == "otel-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7"
+    record = normalize_trace(child_item, team_id=1)
+    assert (record.run_id, record.parent_id, record.kind) == (child_item["run_id"], root_item["id"], "llm")
+
+
+def test_a_long_span_name_is_cut_to_the_column() -> None:
+    item = item_of(span({}, name="n" * 500))
+    assert item is not None and len(item["name"]) == 200
+    normalize_trace(item, team_id=1)
+
+
+def test_a_tool_spans_arguments_and_result_are_its_input_and_output() -> None:
+    attrs = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "get_weather",
+        "gen_ai.tool.call.arguments": '{"location": "Paris"}',
+        "gen_ai.tool.call.result": '{"sky": "rainy", "temperature_f": 57}',
+    }
+    item = item_of(span(attrs, name="execute_tool get_weather"))
+    assert item is not None and item["kind"] == "tool"
+    assert (item["input"], item["output"]) == ({"location": "Paris"}, {"sky": "rainy", "temperature_f": 57})
+    assert item["metadata"]["gen_ai.tool.name"] == "get_weather"
+    assert "gen_ai.tool.call.arguments" not in item["metadata"]
 
 
 def test_it_derives_id_timing_and_context() -> None:

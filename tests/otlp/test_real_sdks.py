@@ -47,10 +47,13 @@ def test_an_instrumented_app_s_calls_become_traces(
 ) -> None:
     out = run_app(instrumentation, encoding, live_url, prod_key._raw, otlp_upstream)
     assert out["results"] and set(out["results"]) == {"SUCCESS"}
-    traces = list(Trace.objects.filter(team=team).order_by("timestamp"))
-    assert len(traces) == 2, [t.trace_id for t in traces]  # two chat calls; the parent span is skipped
-    plain, streamed = traces
+    spans = list(Trace.objects.filter(team=team).order_by("timestamp"))
+    assert len(spans) == 3, [t.trace_id for t in spans]  # the app's own span and its two chat calls
+    parent, plain, streamed = spans
+    assert (parent.kind, parent.name, parent.parent_id, parent.cost) == ("other", "handle request", "", None)
+    traces = [plain, streamed]
     for trace in traces:
+        assert (trace.kind, trace.run_id, trace.parent_id) == ("llm", parent.run_id, parent.trace_id)
         assert trace.source == "otlp"
         assert trace.model.startswith("gpt-4o-mini")
         assert trace.provider == "openai"

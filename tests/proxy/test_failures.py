@@ -80,6 +80,12 @@ def test_the_sdk_raises_authentication_error_for_a_bad_key(proxy, fake_upstream)
         ({"X-Service-Tags": "x" * 201}, "at most 200 characters"),
         ({"X-Service-Session-Id": "s" * 201}, "at most 200 characters"),
         ({"X-Service-Environment": "e" * 65}, "at most 64 characters"),
+        ({"X-Service-Run-Id": "r" * 129}, "X-Service-Run-Id: at most 128 characters"),
+        ({"X-Service-Run-Id": "runs/1"}, 'X-Service-Run-Id must be text without control characters or "/"'),
+        ({"X-Service-Run-Id": ""}, "X-Service-Run-Id must not be empty"),
+        ({"X-Service-Run-Id": "run-1", "X-Service-Parent-Id": "span 1"}, "X-Service-Parent-Id must be the id"),
+        ({"X-Service-Run-Id": "run-1", "X-Service-Parent-Id": "p" * 129}, "X-Service-Parent-Id must be the id"),
+        ({"X-Service-Parent-Id": "span-1"}, "X-Service-Parent-Id needs X-Service-Run-Id"),
     ],
 )
 def test_bad_service_headers_are_refused_without_calling_upstream(http, fake_upstream, headers, fragment):

@@ -64,7 +64,7 @@ def test_an_instrumented_app_stores_its_calls_as_traces(live_server, upstream: F
     stats = tracerelay.stats()
     assert (stats["sent"], stats["failed"], stats["rejected"]) == (6, 0, 0), stats
     assert Trace.objects.filter(team_id=key.team_id).count() == 6
-    traces = {t.model: t for t in Trace.objects.filter(team_id=key.team_id)}
+    traces = {t.model or t.name: t for t in Trace.objects.filter(team_id=key.team_id)}
     assert all(t.service_name == "shop" and t.environment == "development" for t in traces.values())
     chat = Trace.objects.filter(team_id=key.team_id, model="gpt-4o-mini-2024-07-18").order_by("timestamp")
     plain, streamed = list(chat)
@@ -79,8 +79,39 @@ def test_an_instrumented_app_stores_its_calls_as_traces(live_server, upstream: F
     )
     limited = traces["error-429"]
     assert (limited.status, limited.error_type) == ("rate_limited", "RateLimitError")
-    span, embedding = traces["span:checkout"], traces["text-embedding-3-small"]
-    assert embedding.session_id == span.trace_id and embedding.metadata["parent_id"] == span.trace_id
+    span, embedding = traces["checkout"], traces["text-embedding-3-small"]
+    assert (span.kind, span.run_id, span.parent_id, span.cost) == ("chain", span.trace_id, "", None)
+    assert (embedding.kind, embedding.run_id, embedding.parent_id) == ("embedding", span.trace_id, span.trace_id)
+
+
+def test_an_agent_run_is_stored_as_its_tree(live_server, upstream: FakeUpstream) -> None:
+    """Issue 22's "Checked by", through the Python SDK: an agent block, a tool block, two chat calls of
+    different models under different parents; the root ends (and is sent) last."""
+    key = ApiKeyFactory(environment="development")
+    tracerelay.init(api_key=key._raw, base_url=live_server.url, service_name="agent")
+    client = openai.OpenAI(base_url=upstream.url + "/v1", api_key="sk", max_retries=0)
+    claude = anthropic.Anthropic(base_url=upstream.url + "/anthropic", api_key="sk", max_retries=0)
+    with tracerelay.trace("triage", kind="agent", input={"question": "where is order 42?"}) as root:
+        with tracerelay.trace("lookup_order", kind="tool", input={"order": 42}) as tool:
+            claude.messages.create(model="claude-3-5-haiku-latest", max_tokens=16, messages=MESSAGES)
+            tool.set_output({"status": "shipped"})
+        client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    assert tracerelay.flush(timeout=WAIT)
+    assert (tracerelay.stats()["sent"], tracerelay.stats()["rejected"]) == (4, 0)
+
+    spans = {t.name: t for t in Trace.objects.filter(team_id=key.team_id)}
+    assert {t.run_id for t in spans.values()} == {root.id}
+    assert {name: (t.kind, t.parent_id) for name, t in spans.items()} == {
+        "triage": ("agent", ""),
+        "lookup_order": ("tool", root.id),
+        "chat claude-3-5-haiku-latest": ("llm", tool.id),
+        "chat gpt-4o-mini": ("llm", root.id),
+    }
+    gpt, haiku = spans["chat gpt-4o-mini"], spans["chat claude-3-5-haiku-latest"]
+    assert gpt.cost and haiku.cost and (gpt.provider, haiku.provider) == ("openai", "anthropic")
+    for block in (spans["triage"], spans["lookup_order"]):  # only the calls are priced
+        assert (block.cost, block.unpriced, block.model, block.prompt_tokens) == (None, False, "", 0)
+    assert spans["lookup_order"].output == {"status": "shipped"}
 
 
 def test_a_batch_sent_twice_is_stored_once(live_server) -> None:

@@ -152,6 +152,49 @@ def test_an_app_with_the_two_lines_stores_its_calls_on_a_live_server(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_an_agent_run_is_stored_as_its_tree_on_a_live_server(
+    live_server, upstream: FakeUpstream, packed_app: Path
+) -> None:
+    """Issue 22's "Checked by", through the TypeScript SDK: an agent span, a tool span, two chat calls of
+    different models under different parents; the root is sent last (a span is sent when it ends)."""
+    key = ApiKeyFactory(environment="development")
+    _warm(live_server.url)
+    run = _run_app(
+        packed_app,
+        "agent.mjs",
+        {
+            "OPENAI_BASE_URL": upstream.url + "/v1",
+            "OPENAI_API_KEY": "sk-test",
+            "ANTHROPIC_BASE_URL": upstream.url + "/anthropic",
+            "ANTHROPIC_API_KEY": "sk-test",
+            "TRACERELAY_API_KEY": key._raw,
+            "TRACERELAY_BASE_URL": live_server.url,
+        },
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == f"{REPLY} (shipped)\n"
+    spans = {t.name: t for t in Trace.objects.filter(team_id=key.team_id)}
+    assert set(spans) == {"triage", "lookup_order", "chat claude-3-5-haiku-latest", "chat gpt-4o-mini"}, run.stderr
+    root, tool = spans["triage"], spans["lookup_order"]
+    claude, gpt = spans["chat claude-3-5-haiku-latest"], spans["chat gpt-4o-mini"]
+    assert {t.run_id for t in spans.values()} == {root.trace_id}
+    assert {name: (t.kind, t.parent_id) for name, t in spans.items()} == {
+        "triage": ("agent", ""),
+        "lookup_order": ("tool", root.trace_id),
+        "chat claude-3-5-haiku-latest": ("llm", tool.trace_id),
+        "chat gpt-4o-mini": ("llm", root.trace_id),
+    }
+    assert root.received_at >= max(t.received_at for t in (tool, claude, gpt))  # the root arrived last
+    # only the two chat calls are priced; the spans carry duration, input and output
+    assert claude.cost and gpt.cost and (claude.provider, gpt.provider) == ("anthropic", "openai")
+    for span in (root, tool):
+        assert (span.cost, span.unpriced, span.model, span.prompt_tokens) == (None, False, "", 0)
+        assert span.latency_ms is not None
+    assert root.input == {"question": "where is order 42?"} and root.output == f"{REPLY} (shipped)"
+    assert tool.output == {"status": "shipped", "checked": "Bonjour! How can I help?"}
+
+
+@pytest.mark.django_db(transaction=True)
 def test_sampling_rate_zero_sends_nothing_to_the_server(live_server, upstream: FakeUpstream, packed_app: Path) -> None:
     key = ApiKeyFactory()
     run = _run_app(

@@ -3,7 +3,8 @@
 - `wire`: the request body (Content-Type, gzip with a cap on the decompressed size, protobuf or
   OTLP JSON) and the OTLP responses (`ExportTraceServiceResponse`, `google.rpc.Status`);
 - `spans`: protobuf spans to plain values (attributes as dicts, ids as hex);
-- `mapping` + `messages`: one span to one trace item of the REST API's shape, by the GenAI,
-  OpenInference and OpenLLMetry conventions, or skipped (not an LLM call), or refused;
+- `mapping` + `messages`: one span to one trace item of the REST API's shape, a span of its run
+  (`run_id` the trace id, `parent_id`, `kind`, `name`), by the GenAI, OpenInference and
+  OpenLLMetry conventions, or refused (bad ids);
 - `views`: the endpoint; it hands the items to the one ingest write path (`_ingest` there).
 """

@@ -1,4 +1,10 @@
-"""One OTLP span → one trace item (the REST API's JSON shape), or None when it is not an LLM call.
+"""One OTLP span → one trace item (the REST API's JSON shape): a span of its run (docs/otlp.md, docs/runs.md).
+
+Every span is kept: `run_id` is the OpenTelemetry trace id, `parent_id` the parent span's item id,
+`name` the span's name, and `kind` comes from the span's GenAI, OpenInference or Traceloop kind
+(`span_kind`; a span of no known kind is `other`). Only `llm` and `embedding` spans carry a model's
+usage; a wrapper's (an agent, a tool, a workflow that names a model) stays in its metadata, so the
+run's cost counts each call once.
 
 The item then takes the same path as any REST trace (`normalize_trace`: validation, limits,
 pricing), so a span breaking a rule (a token count that is not an integer, a trace over 1 MiB) is
@@ -18,12 +24,14 @@ from typing import Any
 
 from django.conf import settings
 
+from traces.kinds import CALL_KINDS
 from traces.normalize import MAX_METADATA_KEY_LENGTH, TEXT_LIMITS
 
 from .messages import is_content_key, prompt_and_reply
 from .spans import STATUS_ERROR, PlainSpan
 
 ID_PREFIX = "otel-"
+MAX_NAME = 200  # characters of the span's name kept as the trace's `name` (the column's length)
 
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name", "llm.response.model_name",
               "llm.request.model_name")  # fmt: skip
@@ -37,10 +45,29 @@ SESSION_KEYS = ("session.id", "gen_ai.conversation.id", "traceloop.association.p
 USER_KEYS = ("user.id", "enduser.id", "traceloop.association.properties.user_id", "gen_ai.user", "llm.user")
 ENVIRONMENT_KEYS = ("deployment.environment.name", "deployment.environment")
 
-# Spans that name a model but are not one model call: counting them would count the call twice.
-NOT_A_CALL_OPERATIONS = frozenset({"invoke_agent", "create_agent", "execute_tool", "invoke_workflow"})
-CALL_KINDS_OPENINFERENCE = frozenset({"LLM", "EMBEDDING"})
-NOT_A_CALL_TRACELOOP = frozenset({"workflow", "task", "agent", "tool"})
+# A span's kind, by convention (first match wins, in this order; docs/otlp.md, "Span kinds"). Checked
+# against the conventions' sources: `gen_ai.operation.name`'s well-known values in
+# semantic-conventions-genai's registry, `OpenInferenceSpanKindValues` in
+# openinference-semantic-conventions, `TraceloopSpanKindValues` and `LLMRequestTypeValues` in
+# opentelemetry-semantic-conventions-ai. Values not listed fall through to the next convention.
+GENAI_KINDS = {
+    "chat": "llm", "text_completion": "llm", "generate_content": "llm", "embeddings": "embedding",
+    "invoke_agent": "agent", "create_agent": "agent", "execute_tool": "tool", "invoke_workflow": "workflow",
+    "retrieval": "retrieval", "search_memory": "retrieval", "plan": "chain",
+}  # fmt: skip
+OPENINFERENCE_KINDS = {
+    "LLM": "llm", "EMBEDDING": "embedding", "CHAIN": "chain", "TOOL": "tool", "AGENT": "agent",
+    "RETRIEVER": "retrieval", "RERANKER": "retrieval", "GUARDRAIL": "guardrail", "EVALUATOR": "other",
+    "UNKNOWN": "other",
+}  # fmt: skip
+TRACELOOP_KINDS = {"workflow": "workflow", "task": "chain", "agent": "agent", "tool": "tool", "unknown": "other"}
+# OpenLLMetry marks its LLM call spans with the request type instead of a span kind.
+TRACELOOP_REQUEST_TYPES = {"chat": "llm", "completion": "llm", "embedding": "embedding", "rerank": "retrieval"}
+UNKNOWN_MODEL = "unknown"  # a call that names no model: stored, unpriced (as the proxy does)
+USAGE_KEYS = frozenset({"gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt",
+                        "llm.usage.prompt_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
+                        "llm.token_count.completion", "llm.usage.completion_tokens", "llm.token_count.total",
+                        "llm.usage.total_tokens", "gen_ai.usage.total_tokens"})  # fmt: skip
 
 # Semantic-convention provider names → the pricing tables' provider ids.
 PROVIDERS = {
@@ -52,11 +79,13 @@ PROVIDERS = {
     "ibm.watsonx.ai": "ibm", "cohere": "cohere", "deepseek": "deepseek", "groq": "groq",
     "perplexity": "perplexity",
 }  # fmt: skip
-# Attributes that became fields of the trace: not repeated in its metadata.
+# Attributes that became fields of the trace: not repeated in its metadata. (A structural span's
+# usage did not become its token counts: it stays in its metadata, `STRUCTURAL_MAPPED_KEYS`.)
 MAPPED_KEYS = frozenset(
     {*MODEL_KEYS, *PROVIDER_KEYS, *PROMPT_TOKEN_KEYS, *COMPLETION_TOKEN_KEYS, *TOTAL_TOKEN_KEYS, *SESSION_KEYS,
      *USER_KEYS, *ENVIRONMENT_KEYS, "error.type", "tag.tags", "gen_ai.response.time_to_first_chunk"}
 )  # fmt: skip
+STRUCTURAL_MAPPED_KEYS = MAPPED_KEYS - USAGE_KEYS
 RATE_LIMIT_MARKERS = ("429", "ratelimit", "rate_limit", "too_many_requests", "toomanyrequests")
 MAX_METADATA_STRING = 2000  # characters of one attribute value kept in metadata
 # Keys of our own: otel.trace_id, span_id, parent_span_id, span_name, scope, dropped_attributes, and
@@ -69,47 +98,59 @@ def trace_id_for(trace_id: str, span_id: str) -> str:
     return f"{ID_PREFIX}{trace_id}-{span_id}"
 
 
-def is_llm_call(attrs: Mapping[str, Any]) -> bool:
-    if not any(attrs.get(k) for k in MODEL_KEYS):
-        return False
-    if attrs.get("gen_ai.operation.name") in NOT_A_CALL_OPERATIONS:
-        return False
+def span_kind(attrs: Mapping[str, Any]) -> str:
+    """The span's kind: its GenAI operation, else its OpenInference or Traceloop span kind, else its
+    OpenLLMetry request type; a span of none of those is an `llm` call when it names a model, else `other`."""
+    operation = attrs.get("gen_ai.operation.name")
+    if isinstance(operation, str) and operation.lower() in GENAI_KINDS:
+        return GENAI_KINDS[operation.lower()]
     kind = attrs.get("openinference.span.kind")
-    if kind is not None and str(kind).upper() not in CALL_KINDS_OPENINFERENCE:
-        return False
-    return attrs.get("traceloop.span.kind") not in NOT_A_CALL_TRACELOOP
+    if isinstance(kind, str) and kind.upper() in OPENINFERENCE_KINDS:
+        return OPENINFERENCE_KINDS[kind.upper()]
+    kind = attrs.get("traceloop.span.kind")
+    if isinstance(kind, str) and kind.lower() in TRACELOOP_KINDS:
+        return TRACELOOP_KINDS[kind.lower()]
+    kind = attrs.get("llm.request.type")
+    if isinstance(kind, str) and kind.lower() in TRACELOOP_REQUEST_TYPES:
+        return TRACELOOP_REQUEST_TYPES[kind.lower()]
+    return "llm" if any(attrs.get(k) for k in MODEL_KEYS) else "other"
+
+
+def parent_item_id(span: PlainSpan) -> str | None:
+    """The item id of the span's parent (stored or still to come), None for a root."""
+    return trace_id_for(span.trace_id, span.parent_span_id) if span.parent_span_id else None
 
 
 class SpanRefused(Exception):
     """A span that cannot become a trace whatever its attributes say (bad ids)."""
 
 
-def span_to_item(span: PlainSpan) -> dict[str, Any] | None:
+def span_to_item(span: PlainSpan, kind: str | None = None) -> dict[str, Any]:
+    """The span as a trace item; ``kind`` overrides `span_kind` (a call that wraps other calls of its
+    request is stored as a structural span: `services.otlp_export`)."""
     attrs = span.attributes
-    if not is_llm_call(attrs):
-        return None
     if not span.trace_id or not span.span_id:
         raise SpanRefused("traceId must be 16 bytes and spanId 8 bytes, not all zero.")
-    model = _first(attrs, MODEL_KEYS)
+    kind = kind or span_kind(attrs)
+    is_call = kind in CALL_KINDS
     item: dict[str, Any] = {
         "id": trace_id_for(span.trace_id, span.span_id),
-        "model": model if isinstance(model, str) else str(model),
+        "run_id": span.trace_id,
+        "parent_id": parent_item_id(span),
+        "kind": kind,
+        "name": span.name[:MAX_NAME],
     }
+    model = _first(attrs, MODEL_KEYS)
+    if model is not None:
+        item["model"] = model if isinstance(model, str) else str(model)
+    elif is_call:
+        item["model"] = UNKNOWN_MODEL
     provider = _first(attrs, PROVIDER_KEYS)
     if isinstance(provider, str) and provider:
         item["provider"] = PROVIDERS.get(provider.lower(), provider.lower())[:64]
 
-    prompt = _count(_first(attrs, PROMPT_TOKEN_KEYS))
-    completion = _count(_first(attrs, COMPLETION_TOKEN_KEYS))
-    total = _count(_first(attrs, TOTAL_TOKEN_KEYS))
-    if prompt is not None:
-        item["prompt_tokens"] = prompt
-    if completion is not None:
-        item["completion_tokens"] = completion
-    if total is not None and (prompt is None or completion is None):
-        # Only to complete a missing part: instrumentations disagree on what a total includes
-        # (cached, reasoning tokens), and a mismatch would refuse an otherwise good span.
-        item["total_tokens"] = total
+    if is_call:  # a wrapper's usage is its calls' again: in its metadata, never counted twice
+        _usage(attrs, item)
 
     if span.start_unix_nano:
         # fixed64 nanoseconds end in the year 2554: always a valid datetime
@@ -126,11 +167,25 @@ def span_to_item(span: PlainSpan) -> dict[str, Any] | None:
     tags = attrs.get("tag.tags")  # OpenInference
     if isinstance(tags, list):
         item["tags"] = [t[:200] for t in tags if isinstance(t, str) and t.strip()][: settings.TRACE_MAX_TAGS]
-    item["metadata"] = metadata = _metadata(span)
+    item["metadata"] = metadata = _metadata(span, MAPPED_KEYS if is_call else STRUCTURAL_MAPPED_KEYS)
     requested = attrs.get("gen_ai.request.model")
-    if requested and requested != item["model"]:
+    if requested and requested != item.get("model"):
         metadata["gen_ai.request.model"] = _bounded(requested)  # asked for one model, answered by another
     return item
+
+
+def _usage(attrs: Mapping[str, Any], item: dict[str, Any]) -> None:
+    prompt = _count(_first(attrs, PROMPT_TOKEN_KEYS))
+    completion = _count(_first(attrs, COMPLETION_TOKEN_KEYS))
+    total = _count(_first(attrs, TOTAL_TOKEN_KEYS))
+    if prompt is not None:
+        item["prompt_tokens"] = prompt
+    if completion is not None:
+        item["completion_tokens"] = completion
+    if total is not None and (prompt is None or completion is None):
+        # Only to complete a missing part: instrumentations disagree on what a total includes
+        # (cached, reasoning tokens), and a mismatch would refuse an otherwise good span.
+        item["total_tokens"] = total
 
 
 def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
@@ -192,7 +247,7 @@ def _context(span: PlainSpan, item: dict[str, Any]) -> None:
             item[name] = str(value).strip()[: TEXT_LIMITS[name]]
 
 
-def _metadata(span: PlainSpan) -> dict[str, Any]:
+def _metadata(span: PlainSpan, mapped: frozenset[str]) -> dict[str, Any]:
     """The span's other attributes (not its content, not what became a field), bounded to the trace
     limits, and the OpenTelemetry ids for linking back to the trace in other tools."""
     metadata: dict[str, Any] = {"otel.trace_id": span.trace_id, "otel.span_id": span.span_id}
@@ -204,9 +259,7 @@ def _metadata(span: PlainSpan) -> dict[str, Any]:
     room = settings.TRACE_MAX_METADATA_KEYS - OTEL_METADATA
     dropped = 0
     for key, value in span.attributes.items():
-        keep = _KEEP.get(key)
-        if keep is None:
-            keep = _keep(key)
+        keep = _keep(key, mapped)
         if not keep:
             continue
         if room <= 0:
@@ -222,10 +275,15 @@ def _metadata(span: PlainSpan) -> dict[str, Any]:
 _KEEP: dict[str, bool] = {}  # attribute name → whether it goes to metadata (names repeat on every span)
 
 
-def _keep(key: str) -> bool:
-    keep = not (key in MAPPED_KEYS or is_content_key(key) or len(key) > MAX_METADATA_KEY_LENGTH)
-    if len(_KEEP) < 10_000:  # bounded: a client inventing names must not grow it without end
-        _KEEP[key] = keep
+def _keep(key: str, mapped: frozenset[str]) -> bool:
+    """Whether an attribute goes to metadata: not content, not too long a name, not mapped to a field."""
+    if key in mapped:
+        return False
+    keep = _KEEP.get(key)
+    if keep is None:
+        keep = not (is_content_key(key) or len(key) > MAX_METADATA_KEY_LENGTH)
+        if len(_KEEP) < 10_000:  # bounded: a client inventing names must not grow it without end
+            _KEEP[key] = keep
     return keep
 
 

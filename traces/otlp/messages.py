@@ -9,7 +9,9 @@ In order of preference (the first that has something wins, for input and output 
 4. span events: `gen_ai.system|user|assistant|tool.message` and `gen_ai.choice` (GenAI semconv
    ≤ 1.28), `gen_ai.content.prompt` / `gen_ai.content.completion` (semconv 1.26 and OpenLLMetry);
 5. OpenInference `input.value` / `output.value`, Traceloop `traceloop.entity.input|output`;
-6. plain `gen_ai.prompt` / `gen_ai.completion` strings.
+6. plain `gen_ai.prompt` / `gen_ai.completion` strings;
+7. a GenAI tool span's `gen_ai.tool.call.arguments` / `gen_ai.tool.call.result`, a retrieval span's
+   `gen_ai.retrieval.query.text` / `gen_ai.retrieval.documents`.
 
 Messages come out as the REST API's `{"role", "content"}`; a reply of one message is that message.
 """
@@ -39,6 +41,10 @@ CONTENT_PREFIXES = (
     "output.mime_type",
     "traceloop.entity.input",
     "traceloop.entity.output",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "gen_ai.retrieval.query.text",
+    "gen_ai.retrieval.documents",
 )
 _INDEXED = re.compile(r"(\d+)\.(.+)")
 _ROLE_EVENTS = {
@@ -65,6 +71,8 @@ def prompt_and_reply(attrs: Mapping[str, Any], events: list[SpanEvent]) -> tuple
         or _value(attrs, "input.value", "input.mime_type")
         or _loose(attrs.get("traceloop.entity.input"))
         or _loose(attrs.get("gen_ai.prompt"))
+        or _loose(attrs.get("gen_ai.tool.call.arguments"))
+        or attrs.get("gen_ai.retrieval.query.text")
     )
     reply = (
         _parts_messages(attrs.get("gen_ai.output.messages"))
@@ -75,6 +83,8 @@ def prompt_and_reply(attrs: Mapping[str, Any], events: list[SpanEvent]) -> tuple
         or _value(attrs, "output.value", "output.mime_type")
         or _loose(attrs.get("traceloop.entity.output"))
         or _loose(attrs.get("gen_ai.completion"))
+        or _loose(attrs.get("gen_ai.tool.call.result"))
+        or _loose(attrs.get("gen_ai.retrieval.documents"))
     )
     instructions = _parts_messages(attrs.get("gen_ai.system_instructions"), role="system")
     if instructions and isinstance(prompt, list):

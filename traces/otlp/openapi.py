@@ -47,8 +47,9 @@ def add_otlp_path(result: dict[str, Any], generator: Any, request: Any, public: 
             "tags": [TAG],
             "summary": "Send OpenTelemetry spans (OTLP/HTTP)",
             "description": "An OTLP ExportTraceServiceRequest, protobuf or OTLP JSON, optionally gzip "
-            "(Content-Encoding). Spans of LLM calls (GenAI, OpenInference, OpenLLMetry attributes) become "
-            "traces; other spans are skipped. Answers follow the OTLP spec, not problem+json. See docs/otlp.md.",
+            "(Content-Encoding). Every span is stored as a span of its run (run_id: the trace id; parent_id: "
+            "the parent span's; kind from the GenAI, OpenInference or OpenLLMetry span kind, else llm for a "
+            "span naming a model, else other). Answers follow the OTLP spec, not problem+json. See docs/otlp.md.",
             "requestBody": {"required": True, "content": _content({"type": "object"})},
             "responses": responses,
             "security": [{"ApiKey": []}, {"ServiceKey": []}],

@@ -81,6 +81,8 @@ class Capture:
         "session_id",
         "user_id",
         "environment",
+        "run_id",
+        "parent_id",
         "usage_injected",
         "status_code",
         "response_headers",
@@ -108,6 +110,8 @@ class Capture:
         self.session_id = ""
         self.user_id = ""
         self.environment = ""
+        self.run_id = ""  # X-Service-Run-Id: the run the call joins ("": a run of its own)
+        self.parent_id = ""  # X-Service-Parent-Id: the span of that run it was made in
         self.usage_injected = False
         self.status_code = 0
         self.response_headers: Sequence[tuple[bytes, bytes]] = ()
@@ -139,6 +143,7 @@ def build_trace(c: Capture, *, max_body: int, max_metadata_keys: int) -> dict[st
     endpoint = endpoint_of(c.path, c.target.kind)
     request = c.request_json if c.request_json is not None else _request_json(c)
     model = request.get("model") if isinstance(request, dict) else None
+    asked = model if isinstance(model, str) and model.strip() else None
     result = ResponseReading()
     if c.status_code and not c.error_type or c.response_body:
         if isinstance(c.response_body, StreamBody):
@@ -154,9 +159,12 @@ def build_trace(c: Capture, *, max_body: int, max_metadata_keys: int) -> dict[st
         match = re.search(r"deployments/([^/]+)/", c.path)
         model = match.group(1) if match else None
 
+    model = model if isinstance(model, str) and model.strip() else "unknown"
     trace: dict[str, Any] = {
         "id": c.trace_id,
-        "model": model if isinstance(model, str) and model.strip() else "unknown",
+        "kind": "embedding" if endpoint == "embeddings" else "llm",
+        "name": _span_name(endpoint, asked or model, c)[:200],
+        "model": model,
         "timestamp": datetime.fromtimestamp(c.started, tz=UTC).isoformat(),
         "latency_ms": c.latency_ms,
         "time_to_first_token_ms": c.ttft_ms,
@@ -167,6 +175,10 @@ def build_trace(c: Capture, *, max_body: int, max_metadata_keys: int) -> dict[st
         "user_id": c.user_id or None,
         "environment": c.environment or None,
     }
+    if c.run_id:
+        trace["run_id"] = c.run_id
+        if c.parent_id:
+            trace["parent_id"] = c.parent_id
     if c.target.provider:
         trace["provider"] = c.target.provider
     if result.usage is not None:
@@ -203,6 +215,16 @@ def build_trace(c: Capture, *, max_body: int, max_metadata_keys: int) -> dict[st
     }
     trace["metadata"] = metadata
     return trace
+
+
+# A call's span name, as the GenAI semantic conventions write it: "{operation} {model}".
+_OPERATIONS = {"chat": "chat", "messages": "chat", "responses": "chat", "completions": "text_completion",
+               "embeddings": "embeddings"}  # fmt: skip
+
+
+def _span_name(endpoint: str, model: str, c: Capture) -> str:
+    operation = _OPERATIONS.get(endpoint)
+    return f"{operation} {model}" if operation else f"{c.method} /{c.path}"
 
 
 def _request_json(c: Capture) -> Any:

@@ -16,6 +16,16 @@ SERVICE_HEADERS = [
     ("X-Service-User-Id", "End-user id stamped on the trace."),
     ("X-Service-Environment", "Environment name; defaults to the key's environment."),
     ("X-Service-Upstream", "Name of one of the team's upstreams (see /api/v1/upstreams)."),
+    (
+        "X-Service-Run-Id",
+        "The run the call joins (the REST API's run_id: at most 128 characters, no control "
+        "characters or '/'); without it the call is a run of its own.",
+    ),
+    (
+        "X-Service-Parent-Id",
+        "The id of the span of that run the call was made in (the REST API's parent_id: "
+        "1-128 of A-Z a-z 0-9 . _ : -); needs X-Service-Run-Id.",
+    ),
 ]
 PROBLEMS = {
     "400": "Bad X-Service-* header or a '..' path segment; the upstream was not called.",

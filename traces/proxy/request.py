@@ -4,13 +4,15 @@ for usage). Plain functions over bytes: `app.py` runs them as the named steps of
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import orjson
 
 from config.problems import Problem
 
-from ..normalize import MAX_METADATA_KEY_LENGTH, MAX_TAG_LENGTH, TEXT_LIMITS
+from ..ids import CLIENT_ID_RE
+from ..normalize import MAX_METADATA_KEY_LENGTH, MAX_RUN_ID, MAX_TAG_LENGTH, TEXT_LIMITS
 from .capture import SERVER_METADATA_KEYS, Capture, endpoint_of
 from .conf import ProxySettings
 from .sse import UsageFilter
@@ -37,6 +39,9 @@ REQUEST_DROP = frozenset(
 )
 CREDENTIAL_HEADERS = frozenset({b"authorization", b"x-api-key", b"api-key"})
 _INJECTABLE = frozenset({"chat", "completions"})
+# The REST API's rule for `run_id` (traces/normalize.py): it goes in a URL path, so no control
+# characters and no "/".
+_RUN_ID_BAD = re.compile(r"[\x00-\x1f\x7f/]")
 
 
 class Incoming:
@@ -145,6 +150,30 @@ def _service_headers(service: dict[bytes, bytes], capture: Capture, settings: Pr
             if len(value) > limit:
                 return f"{header.decode().title()}: at most {limit} characters."
             setattr(capture, attribute, value)
+    return _run_headers(service, capture)
+
+
+def _run_headers(service: dict[bytes, bytes], capture: Capture) -> str | None:
+    """X-Service-Run-Id and X-Service-Parent-Id: the run the call joins and its parent span there,
+    held to the REST API's rules for `run_id` and `parent_id` (docs/runs.md)."""
+    raw_run = service.get(b"x-service-run-id")
+    raw_parent = service.get(b"x-service-parent-id")
+    if raw_run is not None:
+        run_id = raw_run.decode("utf-8", "replace").strip()
+        if not run_id:
+            return "X-Service-Run-Id must not be empty."
+        if len(run_id) > MAX_RUN_ID:
+            return f"X-Service-Run-Id: at most {MAX_RUN_ID} characters; got {len(run_id)}."
+        if _RUN_ID_BAD.search(run_id) or "\ufffd" in run_id:
+            return 'X-Service-Run-Id must be text without control characters or "/".'
+        capture.run_id = run_id
+    if raw_parent is not None:
+        parent_id = raw_parent.decode("latin-1").strip()
+        if not CLIENT_ID_RE.match(parent_id):
+            return "X-Service-Parent-Id must be the id of a span of the run: 1-128 characters of A-Z a-z 0-9 . _ : -"
+        if raw_run is None:
+            return "X-Service-Parent-Id needs X-Service-Run-Id: the run its parent span belongs to."
+        capture.parent_id = parent_id
     return None
 
 

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-REQUIRED = {"id", "model", "provider", "timestamp"}
+REQUIRED = {"id", "kind", "name", "timestamp"}
+CALL_REQUIRED = {"model", "provider"}  # of `llm` and `embedding` spans (the others carry no model)
+KINDS = {"llm", "embedding", "agent", "tool", "retrieval", "chain", "workflow", "guardrail", "event", "other"}
 
 
 @dataclass
@@ -112,7 +114,10 @@ class FakeTracerelay:
         news = []
         for trace in traces:
             missing = REQUIRED - set(trace)
+            if trace.get("kind") in ("llm", "embedding"):
+                missing |= CALL_REQUIRED - set(trace)
             assert not missing, f"a trace without {missing}: {trace}"
+            assert trace["kind"] in KINDS, trace["kind"]
             with self._lock:
                 news.append(trace["id"] not in self.seen_ids)
                 self.seen_ids.add(trace["id"])

@@ -110,3 +110,22 @@ def test_mistral_async(transport: FakeTransport, mistral: Mistral) -> None:
     asyncio.run(app())
     models = sorted(t["model"].split("-2024")[0] for t in traces(transport))
     assert models == ["ma", "mb", "me"]
+
+
+def test_an_async_anthropic_call_through_the_tracerelay_proxy_names_its_run(
+    transport: FakeTransport, upstream: FakeUpstream
+) -> None:
+    # The SDK's server is the fake upstream: a client pointed at <server>/api/v1/proxy/anthropic is proxied.
+    start_sdk(transport, base_url=upstream.url)
+    proxied = anthropic.AsyncAnthropic(base_url=upstream.url + "/api/v1/proxy/anthropic", api_key="sk", max_retries=0)
+
+    async def run() -> str:
+        async with tracerelay.trace("plan", kind="agent") as block:
+            await proxied.messages.create(model="claude-sonnet-4-5", max_tokens=8, messages=MESSAGES)
+            return block.id
+
+    block_id = asyncio.run(run())
+    sent = upstream.last()
+    assert sent.path == "/api/v1/proxy/anthropic/v1/messages"
+    assert (sent.headers["x-service-run-id"], sent.headers["x-service-parent-id"]) == (block_id, block_id)
+    assert [t["name"] for t in traces(transport)] == ["plan"]  # the call is the proxy's to record

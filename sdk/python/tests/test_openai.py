@@ -11,6 +11,7 @@ import pytest
 import tracerelay
 from fake_transport import FakeTransport, start_sdk
 from tracerelay import instrument
+from tracerelay._ids import sample_point
 
 from tests.proxy.fake_upstream import CHAT_WORDS, FakeUpstream
 
@@ -195,23 +196,120 @@ def test_raw_response_calls_still_work(transport: FakeTransport, client: openai.
     assert trace["model"] == "m" and trace["provider"] == "openai"
 
 
-def test_calls_in_a_trace_block_are_linked_to_it(transport: FakeTransport, client: openai.OpenAI) -> None:
+def test_blocks_and_the_calls_inside_them_form_one_run(transport: FakeTransport, client: openai.OpenAI) -> None:
     start_sdk(transport)
-    with tracerelay.trace("answer-question", user_id="u-7", tags=["rag"]) as outer:
-        with tracerelay.trace("retrieve") as inner:
+    with tracerelay.trace("answer-question", kind="agent", user_id="u-7", tags=["rag"]) as outer:
+        with tracerelay.trace("retrieve", kind="retrieval") as inner:
             client.embeddings.create(model="text-embedding-3-small", input="q")
         client.chat.completions.create(model="m", messages=MESSAGES)
         outer.set_output("done")
-    by_model = {t["model"]: t for t in traces(transport)}
-    root, child = by_model["span:answer-question"], by_model["span:retrieve"]
-    embedding, chat = by_model["text-embedding-3-small"], by_model["m-2024-07-18"]
+    by_name = {t["name"]: t for t in traces(transport)}
+    root, child = by_name["answer-question"], by_name["retrieve"]
+    embedding, chat = by_name["embeddings text-embedding-3-small"], by_name["chat m"]
     assert root["id"] == outer.id and child["id"] == inner.id and root["output"] == "done"
-    assert child["metadata"]["parent_id"] == root["id"] and "parent_id" not in root["metadata"]
-    assert embedding["metadata"]["parent_id"] == inner.id and chat["metadata"]["parent_id"] == outer.id
-    assert {t["session_id"] for t in by_model.values()} == {outer.id}
-    assert {t["user_id"] for t in by_model.values()} == {"u-7"}
-    assert all(t["tags"] == ["rag"] for t in by_model.values())
-    assert (root["prompt_tokens"], root["completion_tokens"], root["provider"]) == (0, 0, "span")
+    assert (root["kind"], root["run_id"], root["parent_id"]) == ("agent", outer.id, None)
+    assert (child["kind"], child["run_id"], child["parent_id"]) == ("retrieval", outer.id, outer.id)
+    assert (embedding["kind"], embedding["run_id"], embedding["parent_id"]) == ("embedding", outer.id, inner.id)
+    assert (chat["kind"], chat["run_id"], chat["parent_id"]) == ("llm", outer.id, outer.id)
+    assert chat["model"] == "m-2024-07-18" and embedding["model"] == "text-embedding-3-small"
+    assert {t["user_id"] for t in by_name.values()} == {"u-7"}
+    assert all(t["tags"] == ["rag"] for t in by_name.values())
+    # A block is no call: no fake model, provider or token counts (the server never prices or estimates it).
+    for block in (root, child):
+        assert not {"model", "provider", "prompt_tokens", "completion_tokens"} & set(block), block
+        assert "session_id" not in block and "parent_id" not in block["metadata"]
+
+
+def test_a_call_outside_any_block_is_a_run_of_its_own(transport: FakeTransport, client: openai.OpenAI) -> None:
+    start_sdk(transport)
+    client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    (trace,) = traces(transport)
+    assert (trace["kind"], trace["name"]) == ("llm", "chat gpt-4o-mini")
+    assert "run_id" not in trace and "parent_id" not in trace  # the server makes it a run of one
+
+
+def test_concurrent_async_blocks_keep_their_own_runs(transport: FakeTransport, aclient: openai.AsyncOpenAI) -> None:
+    start_sdk(transport)
+
+    @tracerelay.trace("lookup", kind="tool")
+    async def lookup(city: str) -> str:
+        await aclient.chat.completions.create(model=f"m-{city}", messages=MESSAGES)
+        return city.upper()
+
+    async def handle(city: str) -> str:
+        async with tracerelay.trace(f"request {city}", kind="workflow") as block:
+            return await lookup(city) + block.run_id
+
+    async def main() -> list[str]:
+        return await asyncio.gather(handle("paris"), handle("oslo"))
+
+    asyncio.run(main())
+    sent = traces(transport)
+    assert len(sent) == 6
+    by_name = {t["name"]: t for t in sent}
+    for city in ("paris", "oslo"):
+        root, call = by_name[f"request {city}"], by_name[f"chat m-{city}"]
+        (tool,) = [t for t in sent if t["kind"] == "tool" and t["run_id"] == root["id"]]
+        assert root["parent_id"] is None and root["kind"] == "workflow"
+        assert (tool["parent_id"], tool["output"]) == (root["id"], city.upper())
+        assert tool["input"] == {"args": [city], "kwargs": {}}
+        assert (call["run_id"], call["parent_id"]) == (root["id"], tool["id"])
+
+
+def test_an_unknown_block_kind_is_sent_as_chain_and_said_once(
+    transport: FakeTransport, caplog: pytest.LogCaptureFixture
+) -> None:
+    start_sdk(transport)
+    for _ in range(3):
+        with tracerelay.trace("step", kind="llm"):  # llm is a call's kind: a block names no model
+            pass
+    assert {t["kind"] for t in traces(transport)} == {"chain"}
+    assert caplog.text.count("is not a block kind") == 1
+
+
+def test_a_failing_block_is_an_error_span_without_tokens(transport: FakeTransport) -> None:
+    start_sdk(transport)
+    with pytest.raises(KeyError):
+        with tracerelay.trace("parse", kind="tool"):
+            raise KeyError("city")
+    (trace,) = traces(transport)
+    assert trace["status"] == "error" and trace["error"]["type"] == "KeyError"
+    assert "prompt_tokens" not in trace and "model" not in trace
+
+
+def test_sampling_keeps_or_drops_a_run_whole(transport: FakeTransport, client: openai.OpenAI) -> None:
+    start_sdk(transport, sampling_rate=0.5)
+    runs = []
+    for i in range(40):
+        with tracerelay.trace(f"run-{i}") as root:
+            with tracerelay.trace("inner"):
+                client.embeddings.create(model="e", input="q")
+        runs.append(root.run_id)
+    sent = traces(transport)
+    kept = {r for r in runs if sample_point(r) < 0.5}
+    assert 0 < len(kept) < 40
+    assert {t["run_id"] for t in sent} == kept
+    assert len(sent) == 3 * len(kept)  # every span of a kept run, none of a dropped one
+    assert tracerelay.stats()["sampled_out"] == 3 * (40 - len(kept))
+
+
+def test_a_call_through_the_tracerelay_proxy_is_left_to_it_and_names_its_run(
+    transport: FakeTransport, upstream: FakeUpstream
+) -> None:
+    # The SDK's server is the fake upstream here: a client pointed at <server>/api/v1/proxy is proxied.
+    start_sdk(transport, base_url=upstream.url)
+    proxied = openai.OpenAI(base_url=upstream.url + "/api/v1/proxy", api_key="sk-test", max_retries=0)
+    proxied.chat.completions.create(model="m", messages=MESSAGES)  # outside a block: no run headers
+    outside = upstream.last().headers
+    with tracerelay.trace("agent", kind="agent") as block:
+        proxied.chat.completions.create(model="m", messages=MESSAGES, extra_headers={"X-Trace": "app's own"})
+    inside = upstream.last().headers
+    assert "x-service-run-id" not in outside and "x-service-parent-id" not in outside
+    assert (inside["x-service-run-id"], inside["x-service-parent-id"]) == (block.run_id, block.id)
+    assert inside["x-trace"] == "app's own"  # the application's own extra headers are kept
+    assert upstream.last().path == "/api/v1/proxy/chat/completions"
+    # Only the block is sent by the SDK: the proxy records the two calls itself.
+    assert [t["name"] for t in traces(transport)] == ["agent"]
 
 
 def test_uninstall_restores_the_original_methods(transport: FakeTransport) -> None:

@@ -28,7 +28,8 @@ def test_it_sends_each_trace_at_once_in_immediate_mode(transport: FakeTransport)
     method, path, trace = transport.requests[0]
     assert (method, path) == ("POST", "/api/v1/traces")
     assert trace["service_name"] == "checkout" and trace["environment"] == "staging"
-    assert trace["model"] == "span:work-0" and trace["provider"] == "span"
+    assert (trace["name"], trace["kind"], trace["run_id"], trace["parent_id"]) == ("work-0", "chain", trace["id"], None)
+    assert "model" not in trace and "provider" not in trace
     assert tracerelay.stats()["sent"] == 1
 
 
@@ -76,8 +77,8 @@ def test_a_full_queue_drops_the_newest_and_counts_them(transport: FakeTransport)
     assert stats["dropped"] == 15 and stats["queued"] == 5
     transport.gate.set()
     assert tracerelay.flush(timeout=5)
-    kept = [t["model"] for t in transport.traces]
-    assert kept == ["span:work-0"] + [f"span:work-{i}" for i in range(5)]  # the oldest were kept
+    kept = [t["name"] for t in transport.traces]
+    assert kept == ["work-0"] + [f"work-{i}" for i in range(5)]  # the oldest were kept
     assert tracerelay.stats()["sent"] == 6
 
 
@@ -283,7 +284,7 @@ def test_debug_logs_what_is_sent_with_the_key_masked(
     start_sdk(transport, debug=True)
     spans(1)
     assert tracerelay.flush(timeout=5)
-    assert '"model":"span:work-0"' in caplog.text and "/api/v1/traces" in caplog.text
+    assert '"name":"work-0"' in caplog.text and "/api/v1/traces" in caplog.text
     assert "tr_prod_te…" in caplog.text and KEY not in caplog.text
 
 

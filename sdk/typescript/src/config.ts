@@ -13,6 +13,9 @@ export const SPAN_KINDS = [
   "other",
 ] as const;
 export type SpanKind = (typeof SPAN_KINDS)[number];
+/** What a `trace()` / `startSpan` span may be: every kind but the calls' own (`llm`, `embedding` name a model). */
+export const BLOCK_KINDS = ["agent", "tool", "retrieval", "chain", "workflow", "guardrail", "event", "other"] as const;
+export type BlockKind = (typeof BLOCK_KINDS)[number];
 
 /** A routing rule in the shape of the routing API (docs/routing.md), registered for this service. */
 export type RoutingRule = Record<string, unknown>;

@@ -12,7 +12,7 @@ import { type InitOptions, maskKey, resolveConfig } from "./config.js";
 import { installFetch } from "./instrument.js";
 import { state } from "./state.js";
 
-export type { InitOptions, RoutingRule, SpanKind } from "./config.js";
+export type { BlockKind, InitOptions, RoutingRule, SpanKind } from "./config.js";
 export type { Stats } from "./client.js";
 export { Span, type SpanOptions } from "./records.js";
 export { currentSpan, startSpan, trace } from "./spans.js";

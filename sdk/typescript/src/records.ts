@@ -1,7 +1,7 @@
 // What the application's side records: references and clock readings, no conversion. Building the
 // trace (parsing bodies and streams, JSON) happens later, off the call's path (client.ts).
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { SpanKind } from "./config.js";
+import type { BlockKind } from "./config.js";
 import { newTraceId } from "./ids.js";
 import { state } from "./state.js";
 
@@ -39,8 +39,8 @@ export class Call {
 }
 
 export interface SpanOptions {
-  /** `chain` unless given: `agent`, `tool`, `retrieval`, `chain`, `workflow`, `guardrail`, `event`, `other` (or `llm`, `embedding`). */
-  kind?: SpanKind;
+  /** `chain` unless given: `agent`, `tool`, `retrieval`, `chain`, `workflow`, `guardrail`, `event`, `other`. */
+  kind?: BlockKind;
   /** The span's input (captured unless `captureContent: false`). */
   input?: unknown;
   metadata?: Record<string, unknown>;
@@ -58,7 +58,7 @@ export class Span {
   readonly runId: string;
   readonly parentId: string | null;
   readonly name: string;
-  readonly kind: SpanKind;
+  readonly kind: BlockKind;
   input: unknown;
   output: unknown = undefined;
   metadata: Record<string, unknown>;
@@ -71,7 +71,7 @@ export class Span {
   t1 = 0;
   ended = false;
 
-  constructor(name: string, kind: SpanKind, parent: Span | undefined, options: SpanOptions) {
+  constructor(name: string, kind: BlockKind, parent: Span | undefined, options: SpanOptions) {
     this.id = newTraceId();
     this.runId = parent ? parent.runId : this.id; // a run's root: its run_id is its own id
     this.parentId = parent ? parent.id : null;

@@ -1,9 +1,10 @@
 // `trace(name, fn)` and `startSpan(name)`: spans of the application's own work, nested into runs.
-import { SPAN_KINDS, type SpanKind } from "./config.js";
+import { BLOCK_KINDS, type BlockKind } from "./config.js";
 import { context, Span, type SpanOptions } from "./records.js";
 
-function kindOf(kind: unknown): SpanKind {
-  return typeof kind === "string" && (SPAN_KINDS as readonly string[]).includes(kind) ? (kind as SpanKind) : "chain";
+function kindOf(kind: unknown): BlockKind {
+  // Anything else (a typo, or a call's own `llm` / `embedding`, which the server requires a model of) is the default.
+  return typeof kind === "string" && (BLOCK_KINDS as readonly string[]).includes(kind) ? (kind as BlockKind) : "chain";
 }
 
 /**

@@ -76,6 +76,16 @@ test("a failing block is an error span and the error reaches the app unchanged",
   assert.equal(traces.sync.kind, "chain", "the default kind");
 });
 
+test("a span kind that is not a block's (a typo, or a call's own llm) is sent as chain", async () => {
+  await start();
+  trace("typo", { kind: "agnet" }, () => 1);
+  trace("llm", { kind: "llm" }, () => 1);
+  startSpan("embedding", { kind: "embedding" }).end();
+  const traces = await capture.waitFor(3);
+  assert.deepEqual(traces.map((t) => t.kind), ["chain", "chain", "chain"]);
+  for (const t of traces) assert.ok(!("model" in t), "a span never names a model");
+});
+
 test("startSpan: ids chosen at start, so a child can name its parent before the parent ends", async () => {
   await start();
   const workflow = startSpan("workflow", { kind: "workflow" });

@@ -16,20 +16,26 @@ MAX_MESSAGE = 4000
 
 
 def to_trace(item: Call | Span, config: Config) -> tuple[dict[str, Any], str]:
-    """(the trace, the id its sampling hangs on: the outermost span's, so a block is kept or dropped whole)."""
+    """(the trace, the id its sampling hangs on: its run's, so a run is kept or dropped whole)."""
     if isinstance(item, Span):
-        trace = _span_trace(item, config)
-        return trace, item.root_id
+        return _span_trace(item, config), item.run_id
     trace = _call_trace(item, config)
-    return trace, item.span.root_id if item.span is not None else trace["id"]
+    return trace, item.span.run_id if item.span is not None else trace["id"]
+
+
+# The span name of a call, as the GenAI semantic conventions write it: "{operation} {model}".
+OPERATIONS = {"embeddings": "embeddings", "generate_content": "generate_content"}
 
 
 def _call_trace(call: Call, config: Config) -> dict[str, Any]:
     fields = call.build(call) if call.result is not None or call.chunks else {}
     model = fields.pop("model", None) or call.request.get("model") or "unknown"
     first = fields.pop("_first", None)
+    asked = call.request.get("model") or model
     trace: dict[str, Any] = {
         "id": new_trace_id(),
+        "kind": "embedding" if call.endpoint == "embeddings" else "llm",
+        "name": f"{OPERATIONS.get(call.endpoint, 'chat')} {asked}"[:MAX_TEXT],
         "model": str(model)[:MAX_TEXT],
         "provider": call.provider,
         "timestamp": _iso(call.started),
@@ -51,45 +57,44 @@ def _call_trace(call: Call, config: Config) -> dict[str, Any]:
         status = _add_error(trace, call.error, billed=bool(call.chunks))
         if status is not None:
             metadata["status_code"] = status
-    _add_context(trace, metadata, call.span, config)
+    span = call.span
+    tags: list[str] = []
+    if span is not None:
+        trace["run_id"] = span.run_id
+        trace["parent_id"] = span.id
+        _add_people(trace, span)
+        tags = span.tags
+    _add_common(trace, metadata, tags, config)
     return trace
 
 
 def _span_trace(span: Span, config: Config) -> dict[str, Any]:
+    """A block: a structural span of its run, with no model, provider or tokens."""
     trace: dict[str, Any] = {
         "id": span.id,
-        "model": f"span:{span.name}"[:MAX_TEXT],
-        "provider": "span",
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
+        "run_id": span.run_id,
+        "parent_id": span.parent_id,
+        "kind": span.kind,
+        "name": str(span.name)[:MAX_TEXT],
         "timestamp": _iso(span.started),
         "latency_ms": _ms(span.t1 - span.t0),
     }
     if config.capture_content:
         trace["input"] = jsonable(span.input)
         trace["output"] = jsonable(span.output)
-    metadata: dict[str, Any] = {"span": span.name, **jsonable(span.metadata)}
     if span.error is not None:
-        _add_error(trace, span.error, billed=False)
-    if span.parent_id is not None:
-        metadata["parent_id"] = span.parent_id
-    trace["session_id"] = span.session_id or span.root_id
-    if span.user_id:
-        trace["user_id"] = span.user_id
+        _add_error(trace, span.error, billed=False, tokens=False)
+    _add_people(trace, span)
+    metadata: dict[str, Any] = {**jsonable(span.metadata), "sdk": {"name": "tracerelay-python", "version": __version__}}
     _add_common(trace, metadata, span.tags, config)
     return trace
 
 
-def _add_context(trace: dict[str, Any], metadata: dict[str, Any], span: Span | None, config: Config) -> None:
-    tags: list[str] = []
-    if span is not None:
-        metadata["parent_id"] = span.id
-        metadata["span"] = span.name
-        trace["session_id"] = span.session_id or span.root_id
-        if span.user_id:
-            trace["user_id"] = span.user_id
-        tags = span.tags
-    _add_common(trace, metadata, tags, config)
+def _add_people(trace: dict[str, Any], span: Span) -> None:
+    if span.session_id:
+        trace["session_id"] = str(span.session_id)[:MAX_TEXT]
+    if span.user_id:
+        trace["user_id"] = str(span.user_id)[:MAX_TEXT]
 
 
 def _add_common(trace: dict[str, Any], metadata: dict[str, Any], tags: list[str], config: Config) -> None:
@@ -103,14 +108,14 @@ def _add_common(trace: dict[str, Any], metadata: dict[str, Any], tags: list[str]
     trace["metadata"] = dict(list(metadata.items())[:64])
 
 
-def _add_error(trace: dict[str, Any], error: BaseException, *, billed: bool) -> int | None:
+def _add_error(trace: dict[str, Any], error: BaseException, *, billed: bool, tokens: bool = True) -> int | None:
     """Status and error from an exception; returns the HTTP status the provider answered, if any."""
     status = getattr(error, "status_code", None)
     if status is None:
         status = getattr(getattr(error, "response", None), "status_code", None)
     trace["status"] = "rate_limited" if status == 429 else "error"
     trace["error"] = {"type": type(error).__name__[:MAX_TEXT], "message": str(error)[:MAX_MESSAGE]}
-    if not billed and "prompt_tokens" not in trace:
+    if tokens and not billed and "prompt_tokens" not in trace:
         # No reply, no usage: nothing was billed (an estimate from the prompt would be wrong).
         trace["prompt_tokens"] = trace["completion_tokens"] = 0
     return status if isinstance(status, int) else None

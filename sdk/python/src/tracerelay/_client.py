@@ -76,6 +76,8 @@ class Client:
             "retries": 0,
             "requests": 0,
         }
+        # Calls to tracerelay's own proxy are recorded there, not here (instrument/_wrap.py).
+        self.proxy_prefix = f"{config.base_url}/api/v1/proxy/"
         self.routing_rules_status = "not requested" if config.routing_rules is None else "pending"
         self._eager = not config.batch
         self._max = config.max_queue_size

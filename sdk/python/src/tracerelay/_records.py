@@ -11,14 +11,21 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
+# What a `trace()` block may be (the server's span kinds but `llm` and `embedding`: those are the
+# instrumented calls, which name their model). docs/sdk.md, "Runs".
+SPAN_KINDS = ("agent", "tool", "retrieval", "chain", "workflow", "guardrail", "event", "other")
+DEFAULT_KIND = "chain"
+
 
 class Span:
-    """A block of the application's own work (`tracerelay.trace`), and the context of the calls in it."""
+    """A span of a run: a block of the application's own work (`tracerelay.trace`), and the parent of
+    the calls and blocks inside it. A root's ``run_id`` is its own ``id``; its children share it."""
 
     __slots__ = (
         "id",
         "name",
-        "root_id",
+        "kind",
+        "run_id",
         "parent_id",
         "session_id",
         "user_id",
@@ -32,11 +39,12 @@ class Span:
         "t1",
     )
 
-    def __init__(self, id: str, name: str, parent: Span | None) -> None:
+    def __init__(self, id: str, name: str, parent: Span | None, kind: str = DEFAULT_KIND) -> None:
         self.id = id
         self.name = name
+        self.kind = kind
         self.parent_id = parent.id if parent is not None else None
-        self.root_id: str = parent.root_id if parent is not None else id
+        self.run_id: str = parent.run_id if parent is not None else id
         self.session_id: str | None = parent.session_id if parent is not None else None
         self.user_id: str | None = parent.user_id if parent is not None else None
         self.tags: list[str] = list(parent.tags) if parent is not None else []

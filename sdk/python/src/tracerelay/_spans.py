@@ -1,14 +1,15 @@
 """`tracerelay.trace(...)`: a block of the application's own work, as a context manager or a decorator.
 
-A block becomes one trace of its own (``provider`` "span", ``model`` "span:<name>", no tokens), and
-the LLM calls made inside it carry ``session_id`` (the outermost block's id unless one is given) and
-``metadata.parent_id`` / ``metadata.span``, so the dashboard's feed can show a block's calls together.
+A block is a span of a run (docs/sdk.md, "Runs"): sent with ``run_id`` (the outermost block's id),
+``parent_id`` (the enclosing block's id, null for a root), ``kind`` (``chain`` unless given) and
+``name``, and no model or tokens. The LLM calls made inside it share its run and name it as their parent.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import time
 from collections.abc import Callable
 from contextvars import Token
@@ -16,9 +17,30 @@ from typing import Any, TypeVar
 
 from . import _state
 from ._ids import new_trace_id
-from ._records import Span, current_span
+from ._records import DEFAULT_KIND, SPAN_KINDS, Span, current_span
 
 F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger("tracerelay")
+_warned_kinds: set[str] = set()
+
+
+def kind_of(kind: Any) -> str:
+    """A block's kind: one of `SPAN_KINDS`, else the default (logged once per value, never raised:
+    a block must not break the application's code over a label)."""
+    if kind is None:
+        return DEFAULT_KIND
+    if kind in SPAN_KINDS:
+        return str(kind)
+    text = repr(kind)[:80]
+    if text not in _warned_kinds and len(_warned_kinds) < 100:
+        _warned_kinds.add(text)
+        log.warning(
+            "tracerelay: trace(kind=%s) is not a block kind (%s); sent as %r",
+            text,
+            ", ".join(SPAN_KINDS),
+            DEFAULT_KIND,
+        )
+    return DEFAULT_KIND
 
 
 class TraceBlock:
@@ -28,6 +50,7 @@ class TraceBlock:
         self,
         name: str,
         *,
+        kind: str | None = None,
         session_id: str | None = None,
         user_id: str | None = None,
         tags: list[str] | None = None,
@@ -36,6 +59,7 @@ class TraceBlock:
         capture_io: bool = True,
     ) -> None:
         self.name = name
+        self.kind = kind_of(kind)
         self.session_id = session_id
         self.user_id = user_id
         self.tags = list(tags or ())
@@ -45,7 +69,7 @@ class TraceBlock:
         self._open: list[tuple[Span, Token[Span | None]]] = []
 
     def _start(self, input: Any = None) -> tuple[Span, Token[Span | None]]:
-        span = Span(new_trace_id(), self.name, current_span.get())
+        span = Span(new_trace_id(), self.name, current_span.get(), self.kind)
         if self.session_id:
             span.session_id = self.session_id
         if self.user_id:
@@ -124,7 +148,8 @@ class TraceBlock:
 
 
 def trace(name: str | Callable[..., Any] | None = None, **options: Any) -> Any:
-    """``with tracerelay.trace("retrieve"):``, ``@tracerelay.trace("retrieve")`` or bare ``@tracerelay.trace``."""
+    """``with tracerelay.trace("retrieve", kind="retrieval"):``, ``@tracerelay.trace("retrieve")`` or bare
+    ``@tracerelay.trace``."""
     if callable(name):
         return TraceBlock(getattr(name, "__qualname__", "function"))(name)
     return TraceBlock(name or "block", **options)

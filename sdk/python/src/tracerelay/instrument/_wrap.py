@@ -36,6 +36,46 @@ def _request(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: list(v) if type(v) is list else v for k, v in kwargs.items()}
 
 
+def through_proxy(resource: Any, prefix: str) -> bool:
+    """Whether a provider call goes to tracerelay's own proxy (an `openai` / `anthropic` client whose
+    base URL is ``<base_url>/api/v1/proxy/…``): the proxy records it, the SDK does not record it again.
+
+    On every call's path, so cheap: the client's ``_base_url`` (its ``base_url`` property costs ~8 µs
+    in openai 3.x), and the answer kept per URL object (a client's stays the same; turning an httpx URL
+    into text costs ~2 µs)."""
+    url = getattr(getattr(resource, "_client", None), "_base_url", None)
+    if url is None:
+        return False
+    known = _proxied.get(id(url))
+    if known is not None and known[0] is url and known[1] is prefix:
+        return known[2]
+    try:
+        answer = f"{url}/".startswith(prefix)
+    except Exception:
+        answer = False
+    if len(_proxied) >= 1000:  # clients made per request: bounded, not a leak
+        _proxied.clear()
+    _proxied[id(url)] = (url, prefix, answer)  # holding the URL keeps its id from being reused
+    return answer
+
+
+_proxied: dict[int, tuple[Any, str, bool]] = {}
+
+
+def run_headers(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with the headers that attach a proxied call to the block running here (its run, and
+    the block as its parent): `X-Service-Run-Id`, `X-Service-Parent-Id` (docs/proxy.md)."""
+    span = current_span.get()
+    if span is None:
+        return kwargs
+    headers = kwargs.get("extra_headers")
+    try:
+        merged = {**(headers or {}), "X-Service-Run-Id": span.run_id, "X-Service-Parent-Id": span.id}
+    except TypeError:  # not a mapping: leave the call as the application made it
+        return kwargs
+    return {**kwargs, "extra_headers": merged}
+
+
 def patch(owner: type, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> bool:
     """Replace ``owner.name`` by ``make(original)`` once; False when the attribute is missing."""
     original = owner.__dict__.get(name)
@@ -71,6 +111,8 @@ def sync_method(
             client = _state.client
             if client is None:
                 return original(*args, **kwargs)
+            if args and through_proxy(args[0], client.proxy_prefix):
+                return original(*args, **run_headers(kwargs))
             call = Call(provider, endpoint, build, _request(kwargs))
             call.span = current_span.get()
             call.stream = streams if isinstance(streams, bool) else kwargs.get(streams) is True
@@ -120,6 +162,8 @@ def async_method(
             client = _state.client
             if client is None:
                 return await original(*args, **kwargs)
+            if args and through_proxy(args[0], client.proxy_prefix):
+                return await original(*args, **run_headers(kwargs))
             call = Call(provider, endpoint, build, _request(kwargs))
             call.span = current_span.get()
             call.stream = streams if isinstance(streams, bool) else kwargs.get(streams) is True
