@@ -26,6 +26,7 @@ class NavItem:
 # second item for it would name one page twice; the brand links to `/`.
 NAV: list[NavItem] = [
     NavItem("Traces", "trace-feed"),
+    NavItem("Runs", "run-list"),
     NavItem("Sessions", "trace-sessions"),
     NavItem("Users", "trace-users"),
     NavItem("Analytics", "analytics-page"),

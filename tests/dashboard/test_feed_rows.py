@@ -20,10 +20,10 @@ from traces.views.rows import feed_row
 
 from ..factories import TraceFactory
 
-# templates/traces/_row.html as it was, the reference markup.
+# templates/traces/_row.html as it was, the reference markup (and the link to a span's run since).
 FORMER_ROW = """{% load dashboard %}<tr class="feed-row{% if new %} is-new{% endif %}" id="t-{{ t.pk }}">
   <td class="nowrap"><a class="row-link" href="{% url 'trace-detail' t.trace_id %}" aria-label="Open trace {{ t.trace_id }}">{% timestamp t.timestamp %}</a></td>
-  <td><code>{{ t.model }}</code>{% if t.environment %} <span class="badge badge-neutral hide-narrow">{{ t.environment }}</span>{% endif %}</td>
+  <td><code>{{ t.model }}</code>{% if t.environment %} <span class="badge badge-neutral hide-narrow">{{ t.environment }}</span>{% endif %}{% if t.run_id and t.run_id != t.trace_id %} <a class="chip chip-run" href="{% url 'run-detail' t.run_id %}?span={{ t.trace_id|urlencode }}" title="Open the run this span belongs to">run</a>{% endif %}</td>
   <td class="hide-narrow">{{ t.provider|default:"—" }}</td>
   <td class="num hide-narrow">{{ t.total_tokens }}{% if t.usage_estimated %} <abbr class="flag" title="Usage was missing: tokens are estimated">est.</abbr>{% endif %}</td>
   <td class="num">{% if t.unpriced or t.cost is None %}<span class="muted">unpriced</span>{% else %}{{ t.cost|usd }}{% endif %}</td>
@@ -59,6 +59,7 @@ def _render_both(trace: Trace, *, new: bool) -> tuple[str, str]:
 def _varied(rng: random.Random, i: int) -> dict[str, object]:
     return {
         "trace_id": rng.choice([f"trc_{i}", f"a b&c <{i}>", f"ünï-{i}", f"q?x=1#{i}"]),
+        "run_id": rng.choice(["", f"trc_{i}", "run-1", "r/u n&<x>"]),
         "model": rng.choice(["gpt-4o", "<script>alert(1)</script>", "claude \"3\" 'x'"]),
         "environment": rng.choice(["", "production", "<dev>"]),
         "provider": rng.choice(["", "openai", "a&b"]),

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from django.template.defaultfilters import truncatechars
 from django.urls import reverse
@@ -31,6 +32,19 @@ STATUS_BADGES: dict[str, tuple[str, str]] = {
     Status.RATE_LIMITED.value: ("badge-warning", "Rate limited"),
 }
 FAILED_BADGE = ("badge-danger", "Failed")  # an error, or any status the feed does not know
+# A span's kind as the pages name it (runtree.js has the same words).
+KIND_LABELS = {
+    "llm": "LLM",
+    "embedding": "Embedding",
+    "agent": "Agent",
+    "tool": "Tool",
+    "retrieval": "Retrieval",
+    "chain": "Chain",
+    "workflow": "Workflow",
+    "guardrail": "Guardrail",
+    "event": "Event",
+    "other": "Other",
+}
 NONE = mark_safe('<span class="muted">—</span>')
 
 
@@ -42,6 +56,7 @@ class FeedRow:
     time: str  # the `<time>` element, safe HTML (browser's time zone, UTC on hover)
     model: str
     environment: str
+    run_url: str  # the run page at this span, for a span of a run of several ("" for a run of one)
     provider: str  # "—" when there is none
     total_tokens: int
     usage_estimated: bool
@@ -67,6 +82,7 @@ def feed_row(t: Trace, *, new: bool = False) -> FeedRow:
         time=timestamp(t.timestamp),
         model=t.model,
         environment=t.environment,
+        run_url=run_url(t),
         provider=t.provider or "—",
         total_tokens=t.total_tokens,
         usage_estimated=t.usage_estimated,
@@ -78,6 +94,14 @@ def feed_row(t: Trace, *, new: bool = False) -> FeedRow:
         chips=_chips(t),
         is_new=new,
     )
+
+
+def run_url(t: Trace) -> str:
+    """The run page opened at this span, when the trace is a span of a run of its own id (a record
+    sent without `run_id` is a run of one, its `run_id` its own id: no link)."""
+    if not t.run_id or t.run_id == t.trace_id:
+        return ""
+    return reverse("run-detail", args=[t.run_id]) + "?span=" + quote(t.trace_id, safe="/")
 
 
 # The chips are what the template's loops made, value by value: a tag or destination is shown as
