@@ -15,7 +15,7 @@ urlpatterns = [
     ),
     path("runs", runs.runs, name="run-list"),
     # A run id is the client's (up to 128 characters, "/" allowed): the page's own paths match first.
-    path("runs/<path:run_id>/spans.json", runs.run_spans, name="run-spans"),
+    path("runs/<path:run_id>/spans.json", runs.run_spans_json, name="run-spans"),
     path("runs/<path:run_id>/spans/<str:span_id>", runs.run_span, name="run-span"),
     path("runs/<path:run_id>", runs.run_page, name="run-detail"),
     path("sessions", groups.sessions, name="trace-sessions"),

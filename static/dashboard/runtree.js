@@ -1,6 +1,6 @@
 // tracerelay: a run's tree of spans with its waterfall (the run page, /runs/<run_id>).
 //
-// The spans come as JSON once (the run API's answer: {run_id, spans, totals}). The tree is built and
+// The spans come as JSON once ({run_id, columns, spans: [[…], …], totals}: an array per span). The tree is built and
 // its totals rolled up per subtree in one pass each; the list is virtual: only the rows on screen
 // (and a few around them) exist in the DOM, reused as it scrolls, so 10,000 spans open and scroll
 // like 10. Deep subtrees start closed; search by name shows the matches with their ancestors.
@@ -53,8 +53,18 @@
 
   // --- the tree ------------------------------------------------------------------------------
 
+  // The answer's spans are arrays in the order of its `columns`: one object per span here.
+  function spanObjects(run) {
+    var columns = run.columns;
+    return run.spans.map(function (row) {
+      var s = {};
+      for (var c = 0; c < columns.length; c++) s[columns[c]] = row[c];
+      return s;
+    });
+  }
+
   function build(run) {
-    var spans = run.spans;
+    var spans = spanObjects(run);
     var nodes = new Array(spans.length);
     var byId = new Map();
     var i, n, s;
@@ -62,7 +72,7 @@
       s = spans[i];
       n = {
         i: i, s: s, parent: null, children: [], depth: 0, open: false, seen: false, orphan: false,
-        start: Date.parse(s.timestamp), dur: s.latency_ms || 0, failed: s.status !== "success",
+        start: s.start_ms, dur: s.latency_ms || 0, failed: s.status !== "success",
         failedBelow: false, match: false, matchBelow: false, label: (s.name || s.model || s.id),
         sub: { spans: 1, calls: 0, cost: 0, unpriced: 0, tokens: 0, errors: 0 },
       };
@@ -405,7 +415,8 @@
   function start(host) {
     var status = document.getElementById("run-tree-status");
     performance.mark("run-tree:fetch");
-    fetch(host.getAttribute("data-spans-url"), { credentials: "same-origin", headers: { Accept: "application/json" } })
+    // The page preloads the same URL (same mode and credentials), so this takes that response.
+    fetch(host.getAttribute("data-spans-url"), { credentials: "same-origin" })
       .then(function (response) {
         if (!response.ok) throw new Error("the spans did not load (HTTP " + response.status + ")");
         return response.json();

@@ -115,8 +115,10 @@ def test_the_run_page_shows_the_header_and_loads_the_spans_once(as_role, team, a
     assert "4.00 s" in html and "1 of 2 unpriced" in html
     body = client.get("/runs/run-a/spans.json").json()
     assert body["run_id"] == "run-a"
-    assert [s["id"] for s in body["spans"]] == ["root", "chat-1", "tool-1", "chat-2"]
-    spans = {s["id"]: s for s in body["spans"]}
+    spans = {row[0]: dict(zip(body["columns"], row, strict=True)) for row in body["spans"]}
+    assert list(spans) == ["root", "chat-1", "tool-1", "chat-2"]  # time order
+    assert spans["chat-1"]["start_ms"] - spans["root"]["start_ms"] == pytest.approx(100)
+    assert spans["chat-1"]["cost"] == 0.001 and spans["chat-2"]["unpriced"] is True
     assert spans["root"]["parent_id"] is None and spans["chat-2"]["parent_id"] == "tool-1"
     assert spans["tool-1"]["kind"] == "tool" and spans["chat-2"]["status"] == "error"
     assert body["totals"] == {

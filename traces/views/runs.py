@@ -2,7 +2,7 @@
 
 The list is the feed's kind of table over runs (newest first, filters in the URL, cursor pages). A
 run's page renders its header (name, status, totals) on the server and loads the spans as JSON once
-(`/runs/<run_id>/spans.json`, the run API's answer); `static/dashboard/runtree.js` builds the tree,
+(`/runs/<run_id>/spans.json`, one array per span); `static/dashboard/runtree.js` builds the tree,
 rolls totals up per subtree and renders only the rows on screen, so 10,000 spans open at once. A
 span's input, output and metadata come from `/runs/<run_id>/spans/<span_id>` (a panel for the page,
 or a page of its own without JavaScript).
@@ -13,11 +13,12 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from accounts.access import DashboardRequest, team_view
+from config.jsoncodec import dumps
 from config.money import usd
 from traces.filters import FilterError
 from traces.models import CALL_KINDS, Trace
@@ -26,7 +27,7 @@ from .detail import pretty
 from .messages import conversation
 from .rows import KIND_LABELS
 from .run_forms import RunFilterForm
-from .run_source import run_detail, run_list, run_summary
+from .run_source import run_list, run_spans, run_summary
 
 PAGE = 50
 
@@ -113,12 +114,12 @@ def _noscript_spans(team_id: int, run_id: str) -> list[Any]:
 
 
 @team_view()
-def run_spans(request: DashboardRequest, run_id: str) -> HttpResponse:
-    """The run API's answer for this page: every span and the totals, in one JSON document."""
-    run = run_detail(team_id=request.team.pk, run_id=run_id)
+def run_spans_json(request: DashboardRequest, run_id: str) -> HttpResponse:
+    """Every span of the run and its totals, in one JSON document (`run_source.run_spans`)."""
+    run = run_spans(team_id=request.team.pk, run_id=run_id)
     if run is None:
         raise Http404("No such run in this team.")
-    return JsonResponse(run, json_dumps_params={"separators": (",", ":")})
+    return HttpResponse(dumps(run), content_type="application/json")
 
 
 def _panel_context(request: DashboardRequest, run_id: str, span_id: str) -> dict[str, Any] | None:
