@@ -13,8 +13,7 @@
   var OVERSCAN = 8; // rows rendered above and below the visible ones
   var OPEN_DEPTH = 2; // levels 0..OPEN_DEPTH-1 start open; deeper subtrees start closed
   var OPEN_MAX_CHILDREN = 200; // a node with more children than this starts closed, whatever its depth
-  var INDENT = 14; // px per level, up to INDENT_MAX levels
-  var INDENT_MAX = 16;
+  var INDENT_MAX = 16; // levels indented (by the CSS: --d, the level); deeper ones say their level
   var CALLS = { llm: true, embedding: true };
   var KIND_LABELS = {
     llm: "LLM", embedding: "Embed", agent: "Agent", tool: "Tool", retrieval: "Retrieval", chain: "Chain",
@@ -35,7 +34,13 @@
   function costText(sub) {
     if (!sub.calls) return "";
     if (sub.unpriced >= sub.calls) return sub.unpriced + " unpriced";
-    return usd(sub.cost) + (sub.unpriced ? " (" + sub.unpriced + " unpriced)" : "");
+    return usd(sub.cost) + (sub.unpriced ? " (" + sub.unpriced + " of " + sub.calls + " unpriced)" : "");
+  }
+  // A row's cost cell is narrow: the sum, starred when some calls below have no known price.
+  function costCell(sub) {
+    if (!sub.calls) return "";
+    if (sub.unpriced >= sub.calls) return "unpriced";
+    return usd(sub.cost) + (sub.unpriced ? "*" : "");
   }
   function duration(ms) {
     if (ms === null || ms === undefined) return "—";
@@ -170,8 +175,8 @@
   RunTree.prototype.mount = function () {
     var self = this;
     var ticks = "";
-    for (var t = 0; t <= 4; t++) {
-      ticks += '<span class="rt-tick" style="left:' + t * 25 + '%">' + duration((this.tree.span * t) / 4) + "</span>";
+    for (var t = 0; t <= 2; t++) {
+      ticks += '<span class="rt-tick" style="left:' + t * 50 + '%">' + duration((this.tree.span * t) / 2) + "</span>";
     }
     this.host.innerHTML =
       '<div class="rt-head" aria-hidden="true"><span class="rt-name">Span</span><span class="rt-axis">' + ticks +
@@ -263,7 +268,8 @@
     el.setAttribute("aria-selected", n === this.selected ? "true" : "false");
     if (n.children.length) el.setAttribute("aria-expanded", this.query ? "true" : n.open ? "true" : "false");
     else el.removeAttribute("aria-expanded");
-    var costs = n.children.length ? costText(n.sub) : CALLS[s.kind] ? costText(n.sub) : "";
+    var costs = n.children.length || CALLS[s.kind] ? costCell(n.sub) : "";
+    var costTitle = n.sub.unpriced ? costText(n.sub) + (n.children.length ? ", this span and below" : "") : n.children.length ? "This span and everything below it" : "";
     var label = (KIND_LABELS[s.kind] || s.kind) + " " + n.label + (s.model && s.model !== n.label ? ", " + s.model : "") +
       ", " + duration(s.latency_ms) + (n.failed ? ", failed" : n.failedBelow ? ", a span below failed" : "") +
       (n.children.length ? ", " + n.children.length + " children" : "") + (n.orphan ? ", parent not received" : "");
@@ -272,7 +278,7 @@
       ? '<span class="rt-toggle" title="' + (n.open ? "Close" : "Open") + '">' + (this.query || n.open ? "▾" : "▸") + "</span>"
       : '<span class="rt-toggle is-leaf"></span>';
     el.innerHTML =
-      '<span class="rt-name" style="padding-left:' + Math.min(n.depth, INDENT_MAX) * INDENT + 'px">' + toggle +
+      '<span class="rt-name" style="--d:' + Math.min(n.depth, INDENT_MAX) + '">' + toggle +
       '<span class="kind-badge k-' + escapeHtml(s.kind) + '">' + escapeHtml(KIND_LABELS[s.kind] || s.kind) + "</span>" +
       '<span class="rt-label">' + escapeHtml(n.label) + "</span>" +
       (s.model && s.model !== n.label ? '<span class="rt-model">' + escapeHtml(s.model) + "</span>" : "") +
@@ -282,7 +288,7 @@
       '</span><span class="rt-bar-cell"><span class="rt-bar k-' + escapeHtml(s.kind) + '" style="left:' + left.toFixed(3) +
       "%;width:" + Math.max(width, 0.15).toFixed(3) + '%"></span></span>' +
       '<span class="rt-num">' + duration(s.latency_ms) + "</span>" +
-      '<span class="rt-num rt-cost"' + (n.children.length ? ' title="This span and everything below it"' : "") + ">" + escapeHtml(costs) + "</span>" +
+      '<span class="rt-num rt-cost"' + (costTitle ? ' title="' + escapeHtml(costTitle) + '"' : "") + ">" + escapeHtml(costs) + "</span>" +
       '<span class="rt-num rt-tok">' + (n.sub.tokens ? n.sub.tokens.toLocaleString("en-US") : "") + "</span>";
   };
 
