@@ -105,12 +105,13 @@
         node.children.sort(byStart);
         for (var k = node.children.length - 1; k >= 0; k--) {
           node.children[k].depth = node.depth + 1;
+          node.children[k].pos = k + 1;
           stack.push(node.children[k]);
         }
       }
     }
     roots.sort(byStart);
-    roots.forEach(walk);
+    roots.forEach(function (root, k) { root.pos = k + 1; walk(root); });
     // A loop of parents (a→b→a) reaches no root: cut it at its earliest span, which becomes a root.
     for (i = 0; i < nodes.length; i++) {
       n = nodes[i];
@@ -119,6 +120,7 @@
       siblings.splice(siblings.indexOf(n), 1);
       n.parent = null; n.orphan = true;
       roots.push(n);
+      n.pos = roots.length;
       walk(n);
     }
     // Totals per subtree, children before parents.
@@ -265,6 +267,8 @@
     el.id = "rt-" + n.i;
     el.setAttribute("data-row", index);
     el.setAttribute("aria-level", n.depth + 1);
+    el.setAttribute("aria-posinset", n.pos);
+    el.setAttribute("aria-setsize", n.parent ? n.parent.children.length : tree.roots.length);
     el.setAttribute("aria-selected", n === this.selected ? "true" : "false");
     if (n.children.length) el.setAttribute("aria-expanded", this.query ? "true" : n.open ? "true" : "false");
     else el.removeAttribute("aria-expanded");

@@ -185,3 +185,19 @@ def test_the_spans_json_is_one_document_at_ten_thousand_spans(as_role, team):
     Trace.objects.bulk_create(rows, batch_size=2000)
     body = json.loads(as_role("viewer").get("/runs/big/spans.json").content)
     assert len(body["spans"]) == 10_000 and body["totals"]["spans"] == 10_000
+
+
+def test_the_page_lists_spans_as_links_without_javascript(as_role, agent_run):
+    html = as_role("viewer").get("/runs/run-a").content.decode()
+    noscript = html.split("<noscript>", 1)[1].split("</noscript>", 1)[0]
+    assert noscript.count("<li>") == 4 and 'href="/runs/run-a/spans/chat-2"' in noscript and "Failed" in noscript
+
+
+def test_a_run_id_with_a_slash_has_its_pages(as_role, team):
+    _span(team, "team/run 1", "only", kind="workflow", name="nightly")
+    client = as_role("viewer")
+    html = client.get("/runs").content.decode()
+    assert 'href="/runs/team/run%201"' in html
+    assert client.get("/runs/team/run%201").status_code == 200
+    assert client.get("/runs/team/run%201/spans.json").json()["totals"]["spans"] == 1
+    assert client.get("/runs/team/run%201/spans/only").status_code == 200

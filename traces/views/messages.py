@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function", "model"}
+IMAGES = ("image_url", "image", "input_image")  # shown as "[image]"
 
 
 @dataclass
@@ -54,7 +55,7 @@ def _text(value: Any) -> str:
                 parts.append(part)
             elif isinstance(part, dict) and isinstance(part.get("text"), str):
                 parts.append(part["text"])
-            elif isinstance(part, dict) and part.get("type") in ("image_url", "image", "input_image"):
+            elif isinstance(part, dict) and part.get("type") in IMAGES:
                 parts.append("[image]")
         return "\n".join(p for p in parts if p)
     return _pretty(value)
@@ -90,6 +91,8 @@ def _message(raw: dict[str, Any], side: str) -> list[Message]:
                 out.append(Message("tool", result, tool_call_id=str(block.get("tool_use_id") or ""), side=side))
             elif isinstance(block.get("text"), str):
                 texts.append(block["text"])
+            elif block.get("type") in IMAGES:
+                texts.append("[image]")
         message.text = "\n".join(t for t in texts if t)
     else:
         message.text = _text(content)
