@@ -226,6 +226,9 @@
     this.paint(true);
   };
 
+  // Each row element sits at its own row's offset and keeps its content while that row stays on
+  // screen: a scroll rebuilds only the rows that come into view, a selection or a move of the
+  // active row only their classes.
   RunTree.prototype.paint = function (force) {
     var top = this.viewport.scrollTop;
     var height = this.viewport.clientHeight || 600;
@@ -233,19 +236,35 @@
     var last = Math.min(this.rows.length, Math.ceil((top + height) / ROW) + OVERSCAN);
     if (!force && first === this.first && last === this.last) return;
     this.first = first; this.last = last;
-    while (this.pool.length < last - first) {
-      var el = document.createElement("div");
-      el.setAttribute("role", "treeitem");
-      this.layer.appendChild(el);
-      this.pool.push(el);
+    var placed = new Map();
+    var free = [];
+    var p, el;
+    for (p = 0; p < this.pool.length; p++) {
+      el = this.pool[p];
+      if (el._index >= first && el._index < last && el._node === this.rows[el._index] && !placed.has(el._index)) placed.set(el._index, el);
+      else free.push(el);
     }
-    this.layer.style.transform = "translateY(" + first * ROW + "px)";
-    for (var p = 0; p < this.pool.length; p++) {
-      var el2 = this.pool[p];
-      var index = first + p;
-      if (index >= last) { el2.hidden = true; el2.removeAttribute("id"); continue; }
-      el2.hidden = false;
-      this.fill(el2, this.rows[index], index);
+    for (var index = first; index < last; index++) {
+      el = placed.get(index);
+      if (!el) {
+        el = free.pop();
+        if (!el) {
+          el = document.createElement("div");
+          el.setAttribute("role", "treeitem");
+          this.layer.appendChild(el);
+          this.pool.push(el);
+        }
+        el._index = index;
+        el._node = this.rows[index];
+        el.style.transform = "translateY(" + index * ROW + "px)";
+        el.hidden = false;
+      }
+      this.fill(el, this.rows[index], index);
+    }
+    for (p = 0; p < free.length; p++) {
+      el = free[p];
+      if (el.hidden) continue;
+      el.hidden = true; el._index = -1; el._node = null; el._content = ""; el.removeAttribute("id");
     }
     var active = this.rows[this.active];
     if (active && this.active >= first && this.active < last) this.viewport.setAttribute("aria-activedescendant", "rt-" + active.i);
@@ -264,12 +283,15 @@
     if (index === this.active) cls += " is-active";
     if (this.query && n.match) cls += " is-match";
     el.className = cls;
-    el.id = "rt-" + n.i;
     el.setAttribute("data-row", index);
+    el.setAttribute("aria-selected", n === this.selected ? "true" : "false");
+    var content = n.i + (n.open ? "o" : "c") + (this.query ? "q" : "");
+    if (el._content === content) return;
+    el._content = content;
+    el.id = "rt-" + n.i;
     el.setAttribute("aria-level", n.depth + 1);
     el.setAttribute("aria-posinset", n.pos);
     el.setAttribute("aria-setsize", n.parent ? n.parent.children.length : tree.roots.length);
-    el.setAttribute("aria-selected", n === this.selected ? "true" : "false");
     if (n.children.length) el.setAttribute("aria-expanded", this.query ? "true" : n.open ? "true" : "false");
     else el.removeAttribute("aria-expanded");
     var costs = n.children.length || CALLS[s.kind] ? costCell(n.sub) : "";
