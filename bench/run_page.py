@@ -10,8 +10,9 @@ and a signed-in owner, and one run per size shaped like an agent's: a root agent
 each with chat calls and tools nesting a few levels deep (a 1 in 300 failing), with prompts and
 replies. The server is the one `bin/run` starts (`uvicorn config.asgi:application` with uvloop and
 httptools, DEBUG off) in a process of its own; the browser is Playwright's headless Chromium
-(/usr/bin/chromium). Each load is a fresh browser context (nothing cached), and reads the page's
-own performance entries:
+(/usr/bin/chromium). Each load is a fresh browser context (nothing cached; then, on the line
+"warm", as many loads in one context: a returning visitor, the stylesheet and scripts in its cache),
+and reads the page's own performance entries:
 
 - first paint: `first-contentful-paint` (the header and totals, rendered by the server);
 - interactive: the page's mark `run-tree:interactive` (static/dashboard/runtree.js), set once the
@@ -181,12 +182,19 @@ def measure(base_url: str, cookie: dict[str, str], server_pid: int, sizes: list[
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=args, headless=True)
 
-        def open_run(run_id: str) -> Any:
-            context = browser.new_context(base_url=base_url, viewport={"width": 1280, "height": 900})
-            context.add_cookies([{"name": cookie["name"], "value": cookie["value"], "url": base_url}])
+        def open_run(run_id: str, context: Any = None) -> Any:
+            if context is None:
+                context = browser.new_context(base_url=base_url, viewport={"width": 1280, "height": 900})
+                context.add_cookies([{"name": cookie["name"], "value": cookie["value"], "url": base_url}])
             page = context.new_page()
-            page.goto(f"/runs/{run_id}")
-            page.wait_for_selector("#run-tree[data-ready]", state="attached", timeout=60_000)
+            response = page.goto(f"/runs/{run_id}")
+            try:
+                page.wait_for_selector("#run-tree[data-ready]", state="attached", timeout=60_000)
+            except Exception:
+                status = response.status if response else None
+                state = page.evaluate("() => [location.href, document.title, document.readyState, "
+                                      "(document.getElementById('run-tree') || {}).outerHTML]")  # fmt: skip
+                raise SystemExit(f"the page did not become interactive: HTTP {status}, {state}")
             return context, page
 
         head = f"{'spans':>7} {'loads':>5} | {'first paint p50/p95':>19} | {'interactive p50/p95':>19} | "
@@ -203,6 +211,14 @@ def measure(base_url: str, cookie: dict[str, str], server_pid: int, sizes: list[
                 results.append(page.evaluate(_MEASURE))
                 cpu.append(cpu_seconds(server_pid) - before)
                 context.close()
+            # A returning visitor: one browser context, its cache holding the stylesheet and scripts.
+            warm = []
+            context, page = open_run(run_id)
+            for _ in range(loads):
+                page.close()
+                context, page = open_run(run_id, context)
+                warm.append(page.evaluate(_MEASURE))
+            context.close()
             context, page = open_run(run_id)
             page.get_by_role("button", name="Expand all").click()
             scroll = page.evaluate(_SCROLL, False)
@@ -210,6 +226,8 @@ def measure(base_url: str, cookie: dict[str, str], server_pid: int, sizes: list[
             context.close()
             paint = [r["first_paint"] for r in results if r["first_paint"] is not None]
             ready = [r["interactive"] for r in results]
+            warm_paint = [r["first_paint"] for r in warm if r["first_paint"] is not None]
+            warm_ready = [r["interactive"] for r in warm]
             fetch = [r["spans_ms"] for r in results if r["spans_ms"] is not None]
             size_mb = (results[0]["spans_bytes"] or 0) / 1e6
             requests = {r["spans_requests"] for r in results}
@@ -223,6 +241,11 @@ def measure(base_url: str, cookie: dict[str, str], server_pid: int, sizes: list[
                 f"{pct(frames, 0.5):.1f} / {pct(frames, 0.95):.1f} / {max(frames):.1f} "
                 f"({scroll['rows']} rows in the DOM of {scroll['height'] // 32:,}); "
                 f"wheel {pct(wheel, 0.5):.1f} / {pct(wheel, 0.95):.1f} / {max(wheel):.1f}",
+                flush=True,
+            )
+            print(
+                f"{'':>7} {'warm':>5} | {pct(warm_paint, 0.5):>8.0f} / {pct(warm_paint, 0.95):>6.0f} ms | "
+                f"{pct(warm_ready, 0.5):>8.0f} / {pct(warm_ready, 0.95):>6.0f} ms | (the same browser, its cache warm)",
                 flush=True,
             )
         browser.close()

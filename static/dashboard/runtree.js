@@ -382,8 +382,14 @@
     this.rollup(n);
     var target = document.getElementById("span-detail");
     var detail = this.spanUrl.replace("__SPAN__", encodeURIComponent(n.s.id));
-    if (window.htmx) window.htmx.ajax("GET", detail, { target: target, swap: "innerHTML" });
-    else window.location.assign(detail);
+    // This script runs as soon as it loads (async), htmx once the page is parsed (defer): the
+    // opening selection may come first and waits for it. Without htmx a chosen span opens as a page.
+    var show = function () {
+      if (window.htmx) window.htmx.ajax("GET", detail, { target: target, swap: "innerHTML" });
+      else if (!opening) window.location.assign(detail);
+    };
+    if (!window.htmx && document.readyState === "loading") document.addEventListener("DOMContentLoaded", show);
+    else show();
   };
 
   RunTree.prototype.rollup = function (n) {
