@@ -181,6 +181,7 @@ def test_an_agent_run_opens_as_a_tree_with_its_timeline(page, sign_in, shoot, vi
     expect(page.locator("#span-detail")).to_contain_text("Rank these")
     expect(page.get_by_role("treeitem", name=re.compile(r"^LLM rerank"))).to_have_attribute("aria-selected", "true")
     page.goto("/sessions/conv-7")
+    shoot(page, "session-runs")
     page.get_by_role("link", name="Open run travel_agent").click()
     expect(page.get_by_role("tree", name="Spans of the run")).to_be_visible()
 
