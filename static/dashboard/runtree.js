@@ -59,12 +59,19 @@
   // --- the tree ------------------------------------------------------------------------------
 
   // The answer's spans are arrays in the order of its `columns`: one object per span here.
+  // (Objects of one literal shape: V8 keeps 10,000 of them fast, where keys added in a loop are not.)
   function spanObjects(run) {
-    var columns = run.columns;
-    return run.spans.map(function (row) {
-      var s = {};
-      for (var c = 0; c < columns.length; c++) s[columns[c]] = row[c];
-      return s;
+    var at = {};
+    run.columns.forEach(function (name, c) { at[name] = c; });
+    var id = at.id, parent = at.parent_id, kind = at.kind, name = at.name, model = at.model, status = at.status,
+      start = at.start_ms, latency = at.latency_ms, cost = at.cost, unpriced = at.unpriced,
+      prompt = at.prompt_tokens, completion = at.completion_tokens;
+    return run.spans.map(function (r) {
+      return {
+        id: r[id], parent_id: r[parent], kind: r[kind], name: r[name], model: r[model], status: r[status],
+        start_ms: r[start], latency_ms: r[latency], cost: r[cost], unpriced: r[unpriced],
+        prompt_tokens: r[prompt], completion_tokens: r[completion],
+      };
     });
   }
 
@@ -161,6 +168,7 @@
   function RunTree(host, run) {
     this.host = host;
     this.tree = build(run);
+    performance.mark("run-tree:built");
     this.rows = [];
     this.active = -1; // index into rows
     this.selected = null; // node
