@@ -135,12 +135,13 @@
       n = order[i];
       s = n.s;
       var sub = n.sub;
+      // Only calls are priced and counted (a wrapper span's usage repeats its calls': docs/runs.md).
       if (CALLS[s.kind]) {
         sub.calls += 1;
         if (s.unpriced || s.cost === null || s.cost === undefined) sub.unpriced += 1;
         else sub.cost += s.cost;
+        sub.tokens += (s.prompt_tokens || 0) + (s.completion_tokens || 0);
       }
-      sub.tokens += (s.prompt_tokens || 0) + (s.completion_tokens || 0);
       if (n.failed) sub.errors += 1;
       n.end = n.start + n.dur;
       if (n.parent) {

@@ -20,6 +20,7 @@ from typing import Any
 from django.db import connection
 
 from config import cursors
+from config.jsoncodec import dumps
 from traces.filters import FilterError, parse_trace_filter
 from traces.models import CALL_KINDS, Status
 
@@ -83,8 +84,8 @@ _SUMMARY = f"""
            COUNT(*) FILTER (WHERE kind IN {_CALLS}) AS llm_calls,
            SUM(cost) FILTER (WHERE kind IN {_CALLS} AND NOT unpriced) AS cost,
            COUNT(*) FILTER (WHERE kind IN {_CALLS} AND unpriced) AS unpriced_calls,
-           COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,
-           COALESCE(SUM(completion_tokens), 0) AS completion_tokens,
+           COALESCE(SUM(prompt_tokens) FILTER (WHERE kind IN {_CALLS}), 0) AS prompt_tokens,
+           COALESCE(SUM(completion_tokens) FILTER (WHERE kind IN {_CALLS}), 0) AS completion_tokens,
            COUNT(*) FILTER (WHERE status <> '{Status.SUCCESS.value}') AS errors
     FROM traces_trace
     WHERE team_id = %s AND run_id <> '' {{where}}
@@ -173,8 +174,8 @@ def run_summary(*, team_id: int, run_id: str) -> dict[str, Any] | None:
 
 
 # The spans as the run page reads them: one array per span in SPAN_COLUMNS order (a third of the
-# bytes of an object per span, and no Python object made per row: the database's tuples go to the
-# JSON encoder as they are), the start as epoch milliseconds.
+# bytes of an object per span), the start as epoch milliseconds, the whole array built by Postgres
+# and handed over as one string with the run's totals: no Python object per span.
 SPAN_COLUMNS = (
     "id",
     "parent_id",
@@ -189,49 +190,48 @@ SPAN_COLUMNS = (
     "prompt_tokens",
     "completion_tokens",
 )
-_SPANS = """
-    SELECT trace_id, NULLIF(parent_id, ''), kind, name, model, status,
-           (extract(epoch FROM timestamp) * 1000)::float8,
-           latency_ms, cost::float8, unpriced, prompt_tokens, completion_tokens
+_CALL = f"kind IN {_CALLS}"
+_SPANS = f"""
+    SELECT count(*), count(*) FILTER (WHERE {_CALL}),
+           coalesce(sum(cost) FILTER (WHERE {_CALL} AND NOT unpriced), 0)::float8,
+           count(*) FILTER (WHERE {_CALL} AND (unpriced OR cost IS NULL)),
+           coalesce(sum(prompt_tokens) FILTER (WHERE {_CALL}), 0),
+           coalesce(sum(completion_tokens) FILTER (WHERE {_CALL}), 0),
+           (extract(epoch FROM max(timestamp + coalesce(latency_ms, 0) * interval '1 millisecond')
+                               - min(timestamp)) * 1000)::float8,
+           count(*) FILTER (WHERE status <> '{Status.SUCCESS.value}'),
+           coalesce(json_agg(json_build_array(
+               trace_id, nullif(parent_id, ''), kind, name, model, status,
+               (extract(epoch FROM timestamp) * 1000)::float8, latency_ms, cost::float8, unpriced,
+               prompt_tokens, completion_tokens) ORDER BY timestamp, trace_id), '[]')::text
     FROM traces_trace
     WHERE team_id = %s AND run_id = %s
-    ORDER BY timestamp, id
 """
+_TOTALS = (
+    "spans",
+    "llm_calls",
+    "cost",
+    "unpriced_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "duration_ms",
+    "errors",
+)
 
 
-def run_spans(*, team_id: int, run_id: str) -> dict[str, Any] | None:
-    """Every span of the run in time order (``columns``, then one array per span) and the run's
-    totals as the run API gives them; None when this team has no span of it."""
+def run_spans(*, team_id: int, run_id: str) -> bytes | None:
+    """The JSON document of every span of the run in time order and the run's totals (as the run API
+    gives them): ``{"run_id", "columns", "totals", "spans": [[...], ...]}``; None when this team has
+    no span of it."""
     if not run_id:
         return None
     with connection.cursor() as db:
         db.execute(_SPANS, [team_id, run_id])
-        rows = db.fetchall()
-    if not rows:
+        *figures, spans = db.fetchone()
+    if not figures[0]:
         return None
-    cost = 0.0
-    calls = unpriced = prompt = completion = errors = 0
-    start, end = rows[0][6], rows[0][6]
-    for _, _, kind, _, _, status, start_ms, latency, span_cost, span_unpriced, p, c in rows:
-        start = min(start, start_ms)
-        end = max(end, start_ms + (latency or 0))
-        if kind in _CALLS:
-            calls += 1
-            if span_unpriced or span_cost is None:
-                unpriced += 1
-            else:
-                cost += span_cost
-        prompt += p
-        completion += c
-        errors += status != Status.SUCCESS
-    totals = {
-        "spans": len(rows),
-        "llm_calls": calls,
-        "cost": round(cost, 10),
-        "unpriced_calls": unpriced,
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "duration_ms": round(end - start),
-        "errors": errors,
-    }
-    return {"run_id": run_id, "columns": SPAN_COLUMNS, "spans": rows, "totals": totals}
+    totals = dict(zip(_TOTALS, figures, strict=True))
+    totals["cost"] = round(totals["cost"], 10)
+    totals["duration_ms"] = round(totals["duration_ms"])
+    head = dumps({"run_id": run_id, "columns": SPAN_COLUMNS, "totals": totals})
+    return head[:-1] + b',"spans":' + spans.encode() + b"}"

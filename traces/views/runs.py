@@ -18,7 +18,6 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from accounts.access import DashboardRequest, team_view
-from config.jsoncodec import dumps
 from config.money import usd
 from traces.filters import FilterError
 from traces.models import CALL_KINDS, Trace
@@ -116,10 +115,10 @@ def _noscript_spans(team_id: int, run_id: str) -> list[Any]:
 @team_view()
 def run_spans_json(request: DashboardRequest, run_id: str) -> HttpResponse:
     """Every span of the run and its totals, in one JSON document (`run_source.run_spans`)."""
-    run = run_spans(team_id=request.team.pk, run_id=run_id)
-    if run is None:
+    body = run_spans(team_id=request.team.pk, run_id=run_id)
+    if body is None:
         raise Http404("No such run in this team.")
-    return HttpResponse(dumps(run), content_type="application/json")
+    return HttpResponse(body, content_type="application/json")
 
 
 def _panel_context(request: DashboardRequest, run_id: str, span_id: str) -> dict[str, Any] | None:
