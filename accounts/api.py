@@ -45,10 +45,13 @@ class SignupInSerializer(serializers.Serializer):
 
 class LoginInSerializer(serializers.Serializer):
     # Text, not an e-mail field: the operator's bootstrap account ("admin") logs in too.
-    email = serializers.CharField(
-        max_length=150, help_text="The account's e-mail, or its username (the bootstrap login is `admin`)."
+    # No NUL character in either (DRF refuses one; the pattern says so in the OpenAPI document).
+    email = serializers.RegexField(
+        r"^[^\x00]*$",
+        max_length=150,
+        help_text="The account's e-mail, or its username (the bootstrap login is `admin`).",
     )
-    password = serializers.CharField(trim_whitespace=False, max_length=1024)
+    password = serializers.RegexField(r"^[^\x00]*$", trim_whitespace=False, max_length=1024)
     token_name = serializers.CharField(required=False, allow_blank=True, max_length=100)
 
 

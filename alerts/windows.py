@@ -15,6 +15,7 @@ from django.db.models import Count, Q, Sum
 
 from analytics.selectors import AnalyticsError, analytics_for_team, parse_query
 from traces.filters import TraceFilter
+from traces.models import calls_only
 from traces.selectors import traces_for_team
 
 from .models import Alert, Metric, Period, WindowType
@@ -55,7 +56,7 @@ def measure(alert: Alert, start: datetime, now: datetime) -> Decimal:
         since=start,
         until=end,
     )
-    qs = traces_for_team(alert.team_id, f)
+    qs = calls_only(traces_for_team(alert.team_id, f))  # a run's structural spans are no calls
     if scope.get("service_name"):
         qs = qs.filter(service_name=scope["service_name"])
     if alert.metric == Metric.COST:

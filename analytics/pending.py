@@ -28,7 +28,7 @@ from typing import Any
 
 from django.db import connection
 
-from traces.models import SPAN_PROVIDER, Trace
+from traces.models import CALL_KINDS, Trace
 
 from . import sketch, snapshots
 from .models import COUNTERS, PendingBatch
@@ -112,9 +112,10 @@ def aggregated(
     pending, pending_params = snapshots.pending_where_read(snapshots.for_read(), alias="x")
     source = (
         f"SELECT {fenced} FROM {table} x WHERE x.team_id = %s AND {pending}"
-        f" AND x.{q('provider')} <> %s AND x.{stamp} >= %s AND x.{stamp} < %s"
+        f" AND x.{q('kind')} = ANY(%s) AND x.{stamp} >= %s AND x.{stamp} < %s"
         f" UNION ALL SELECT x.* FROM {q(PendingBatch._meta.db_table)} b CROSS JOIN LATERAL unnest(b.trace_ids) AS u(id)"
-        f" JOIN LATERAL (SELECT {fenced} FROM {table} x WHERE x.id = u.id OFFSET 0) x ON true"
+        f" JOIN LATERAL (SELECT {fenced} FROM {table} x WHERE x.id = u.id AND x.{q('kind')} = ANY(%s) OFFSET 0) x"
+        " ON true"
         f" WHERE b.team_id = %s AND b.last_second >= %s AND b.first_second < %s"
         f" AND x.{stamp} >= %s AND x.{stamp} < %s"
     )
@@ -122,7 +123,8 @@ def aggregated(
     traces = f"SELECT {interval_of(minute)} AS i, {group} AS g, {picked} FROM ({source}) t{tags}" + (
         " WHERE " + " AND ".join(conditions) if conditions else ""
     )
-    params = [team_id, *pending_params, SPAN_PROVIDER, *span, team_id, part.since - 60, part.until, *span, *params]
+    calls = sorted(CALL_KINDS)  # calls only, as the rollups: no structural spans
+    params = [team_id, *pending_params, calls, *span, calls, team_id, part.since - 60, part.until, *span, *params]
     joins, arrays = "", ""
     keys, bounds = _key_sql()
     for name, column in (("latency", "latency_ms"), ("ttft", "time_to_first_token_ms")):

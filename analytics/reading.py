@@ -15,7 +15,7 @@ from typing import Any
 from django.db.models import Q
 
 from traces.filters import TraceFilter
-from traces.models import llm_calls
+from traces.models import calls_only
 from traces.selectors import traces_for_team
 
 from . import merged
@@ -63,7 +63,7 @@ def read_rollups(
 
 def raw_queryset(team_id: int, trace_filter: TraceFilter, ranges: Ranges) -> Any:
     untimed = dataclasses.replace(trace_filter, since=None, until=None)
-    qs = llm_calls(traces_for_team(team_id, untimed))  # as the rollups: no manual spans
+    qs = calls_only(traces_for_team(team_id, untimed))  # as the rollups: calls, no structural spans
     if ranges:
         from datetime import UTC, datetime
 

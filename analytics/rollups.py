@@ -24,7 +24,7 @@ from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
 from config.bulk import build_row, insert_rows
-from traces.models import SPAN_PROVIDER, Trace
+from traces.models import CALL_KINDS, Trace
 
 from . import sketch, snapshots
 from .models import (
@@ -88,8 +88,6 @@ def build_deltas(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     zero = _ZERO
     for (team_id, timestamp, model, provider, status, environment, service_name, tags, prompt, completion, total,
          cost, unpriced, usage_estimated, latency, ttft) in rows:  # fmt: skip
-        if provider == SPAN_PROVIDER:  # the SDK's manual blocks are no LLM calls (traces.models)
-            continue
         minute = int(timestamp.timestamp()) // 60 * 60
         lkey = None if latency is None else key_of(latency)
         tkey = None if ttft is None else key_of(ttft)
@@ -215,7 +213,8 @@ def _fold_once(batch: int) -> tuple[int, int]:
         ids = [trace_id for _pk, trace_ids in pending for trace_id in trace_ids]
         rows: list[tuple[Any, ...]] = []
         for i in range(0, len(ids), LOAD_CHUNK):
-            rows += Trace._base_manager.filter(pk__in=ids[i : i + LOAD_CHUNK]).values_list(*TRACE_COLUMNS)
+            chunk = Trace._base_manager.filter(pk__in=ids[i : i + LOAD_CHUNK], kind__in=CALL_KINDS)
+            rows += chunk.values_list(*TRACE_COLUMNS)
         add_deltas(build_deltas(rows))
         done = [pk for pk, _ids in pending]
         for i in range(0, len(done), 1000):
@@ -256,10 +255,10 @@ def _fold_xids_once(limit: int) -> tuple[int, bool]:
 
 
 def add_traces_where(sql: str, params: list[Any]) -> int:
-    """Add the traces (LLM calls: no spans) that ``sql`` on the traces table picks into the rollups;
+    """Add the traces (calls: no structural spans) that ``sql`` on the traces table picks into the rollups;
     how many. Call it holding the fold lock."""
     where = RawSQL(sql, params, output_field=BooleanField())
-    rows = list(Trace._base_manager.filter(where).exclude(provider=SPAN_PROVIDER).values_list(*TRACE_COLUMNS))
+    rows = list(Trace._base_manager.filter(where, kind__in=CALL_KINDS).values_list(*TRACE_COLUMNS))
     add_deltas(build_deltas(rows))
     return len(rows)
 

@@ -60,6 +60,8 @@ def raw_reasons(trace_filter: TraceFilter, group_by: str | None) -> list[str]:
         reasons.append("an unpriced or usage_estimated filter")
     if trace_filter.session_id or trace_filter.user_id:  # (the rollups hold neither)
         reasons.append("a session_id or user_id filter")
+    if trace_filter.run_id or trace_filter.kinds:
+        reasons.append("a run_id or kind filter")
     if group_by in ("user", "destination"):
         reasons.append(f"group_by={group_by}")
     dims = _dimension_filters(trace_filter)

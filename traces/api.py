@@ -23,7 +23,7 @@ from delivery.selectors import trace_deliveries
 from pipeline.services import traces_ingest, traces_store
 
 from . import selectors
-from .filters import FILTER_PARAMS, STATUS_PATTERN, FilterError, parse_trace_filter
+from .filters import FILTER_PARAMS, KIND_PATTERN, STATUS_PATTERN, FilterError, parse_trace_filter
 from .ingest import check_json_headers, ingest_answer, ingest_payload, parse_json
 from .selectors import FLOOR_CURSOR, encode_cursor
 from .serializers import (
@@ -143,6 +143,17 @@ FILTER_PARAMETERS = [
         "usage_estimated",
         bool,
         description="`true`: only traces whose token usage was missing and has been estimated; `false`: the others.",
+    ),
+    OpenApiParameter(
+        "run_id",
+        {"type": "string", "maxLength": 128},
+        description="The spans of this run (docs/runs.md); a record sent without `run_id` is the run of its own id.",
+    ),
+    OpenApiParameter(
+        "kind",
+        {"type": "string", "pattern": KIND_PATTERN},
+        description="Spans of this kind: `llm`, `embedding` (the calls), `agent`, `tool`, `retrieval`, `chain`, "
+        "`workflow`, `guardrail`, `event`, `other`; several separated by commas.",
     ),
 ]
 

@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from .kinds import Kind
 from .models import Status
 from .normalize import parse_datetime
 
@@ -48,8 +49,12 @@ FILTER_PARAMS = (
     "time_range",
     "unpriced",
     "usage_estimated",
+    "run_id",
+    "kind",
 )
 MAX_TEXT = 200
+KIND_VALUES = tuple(str(k) for k in Kind)
+KIND_PATTERN = rf"^({'|'.join(KIND_VALUES)})(,({'|'.join(KIND_VALUES)}))*$"
 
 
 class FilterError(ValueError):
@@ -79,6 +84,8 @@ class TraceFilter:
     until: datetime | None = None
     unpriced: bool | None = None
     usage_estimated: bool | None = None
+    run_id: str = ""
+    kinds: tuple[str, ...] = ()
 
     def apply(self, qs: QuerySet[Any]) -> QuerySet[Any]:
         if self.model:
@@ -121,6 +128,10 @@ class TraceFilter:
             qs = qs.filter(unpriced=self.unpriced)
         if self.usage_estimated is not None:
             qs = qs.filter(usage_estimated=self.usage_estimated)
+        if self.run_id:
+            qs = qs.filter(run_id=self.run_id)
+        if self.kinds:
+            qs = qs.filter(kind__in=self.kinds)
         return qs
 
 
@@ -157,6 +168,17 @@ def parse_trace_filter(
     values["session_id"] = _text(lists, "session_id")
     values["user_id"] = _text(lists, "user_id")
     values["service_name"] = _text(lists, "service_name")
+
+    values["run_id"] = _text(lists, "run_id", strip=False)
+    if len(values["run_id"]) > 128:
+        raise FilterError("run_id", "Must be at most 128 characters.")
+    kinds = _many(lists, "kind")
+    if "kind" in lists and not kinds:
+        raise FilterError("kind", f"Name a kind: {', '.join(KIND_VALUES)} (several separated by commas).")
+    for kind in kinds:
+        if kind not in KIND_VALUES:
+            raise FilterError("kind", f"Unknown kind '{kind[:50]}': use {', '.join(KIND_VALUES)}.")
+    values["kinds"] = kinds
 
     status_raw = _one(lists, "status")
     if status_raw is not None:

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from accounts.models import ApiKey, Team
 
+from .kinds import CALL_KINDS, Kind  # what a span of a run is (docs/runs.md); Kind and CALL_KINDS live here too
 from .lookups import HasEntry, HasItem
 
 
@@ -22,25 +23,6 @@ class Status(models.TextChoices):
     RATE_LIMITED = "rate_limited"
 
 
-class Kind(models.TextChoices):
-    """What a span of a run is (docs/runs.md). Only ``llm`` and ``embedding`` spans are calls: priced,
-    counted in analytics, reports and alerts; the others are the run's structure."""
-
-    LLM = "llm"
-    EMBEDDING = "embedding"
-    AGENT = "agent"
-    TOOL = "tool"
-    RETRIEVAL = "retrieval"
-    CHAIN = "chain"
-    WORKFLOW = "workflow"
-    GUARDRAIL = "guardrail"
-    EVENT = "event"
-    OTHER = "other"
-
-
-CALL_KINDS = frozenset({Kind.LLM, Kind.EMBEDDING})
-
-
 class Source(models.TextChoices):
     API = "api"
     BATCH = "batch"
@@ -49,19 +31,16 @@ class Source(models.TextChoices):
     SDK = "sdk"
 
 
-# The provider of a trace that is no LLM call: a block of the application's own work sent by the
-# Python SDK (`tracerelay.trace()`, docs/sdk.md). The feed lists them; analytics and the session and
-# user counts of calls leave them out (`llm_calls`).
-SPAN_PROVIDER = "span"
-
-
-def llm_calls(qs: models.QuerySet[Any]) -> models.QuerySet[Any]:
-    """``qs`` without the SDK's manual spans."""
-    return qs.exclude(provider=SPAN_PROVIDER)
+def calls_only(qs: models.QuerySet[Any]) -> models.QuerySet[Any]:
+    """``qs``'s calls (`llm` and `embedding` spans): what analytics, reports, alerts and the session and
+    user counts count; the feed lists every kind."""
+    return qs.filter(kind__in=CALL_KINDS)
 
 
 class Trace(models.Model):
-    """One LLM call. ``trace_id`` is the public id (ours ``trc_…`` or the client's), unique per team."""
+    """One span of a run: an LLM call (``kind`` `llm`, what a trace always was), an embedding, or a
+    structural span (agent, tool, ...; docs/runs.md). ``trace_id`` is the public id (ours ``trc_…`` or
+    the client's), unique per team."""
 
     id = models.UUIDField(primary_key=True, default=_uuid7, editable=False)
     # No single-column indexes on these FKs: every index below leads with team_id, and traces are
@@ -153,7 +132,7 @@ class Trace(models.Model):
                 fields=["team", "user_id", "-timestamp"],
                 name="trace_user_totals",
                 condition=~models.Q(user_id=""),
-                include=["total_tokens", "cost", "unpriced", "status", "provider"],
+                include=["total_tokens", "cost", "unpriced", "status", "kind"],
             ),
         ]
 

@@ -1,11 +1,13 @@
 """One trace dict in, one priced `TraceRecord` out, or a `TraceValidationError` naming every bad field.
 
 Hand-written rather than a DRF serializer: a batch of 1,000 traces goes through here on the ingest
-hot path, and a serializer costs ~20x more per item. The rules (DESIGN.md, Trace): `model` is
-required; tokens are non-negative integers and `total_tokens`, when given with both parts, must be
-their sum; `status` is success / error / rate_limited (default success, or error when an `error`
-object is present); 1 MiB per trace, 50 tags, 64 metadata keys. Unknown fields are ignored, as
-telemetry intakes do, so a newer SDK never loses traces against an older server.
+hot path, and a serializer costs ~20x more per item. The rules (DESIGN.md, Trace; docs/runs.md):
+`model` is required of the calls (`kind` `llm`, the default, and `embedding`), which alone are priced
+and have missing usage estimated; the run's other spans carry what they are sent; tokens are
+non-negative integers and `total_tokens`, when given with both parts, must be their sum; `status`
+is success / error / rate_limited (default success, or error when an `error` object is present);
+1 MiB per trace, 50 tags, 64 metadata keys. Unknown fields are ignored, as telemetry intakes do, so
+a newer SDK never loses traces against an older server.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import orjson
 from django.conf import settings
 
 from .ids import CLIENT_ID_RE, new_trace_id
+from .kinds import CALL_KINDS, Kind
 from .pricing import PRICE_SOURCE, infer_provider, price
 from .records import TraceRecord
 
@@ -39,6 +42,15 @@ MAX_METADATA_KEY_LENGTH = 200
 CHARS_PER_TOKEN = 4  # the usual rule of thumb when a client reports no usage
 _FREE_FORM = ("input", "output", "metadata", "error")
 _LEAP_SECOND = re.compile(r"(T\d{2}:\d{2}:)60")
+KINDS = tuple(str(k) for k in Kind)
+MAX_RUN_ID = 128
+MAX_NAME = 200
+# A run id goes in a URL path (GET /api/v1/runs/{run_id}): any text but control characters and "/".
+_RUN_ID_BAD = re.compile(r"[\x00-\x1f\x7f/]")
+# Before issue 22 the Python SDK sent a `tracerelay.trace()` block as a call of its own: provider
+# "span", model "span:<name>". Such a record (no `kind`) is read as the structural span it is.
+LEGACY_SPAN_PROVIDER = "span"
+LEGACY_SPAN_PREFIX = "span:"
 
 
 class TraceValidationError(Exception):
@@ -92,8 +104,12 @@ def normalize_trace(
         # The proxy never loses a call over its size: it keeps the metrics and drops the bodies.
         data = {**data, "input": {"truncated": True, "bytes": len(blob)}, "output": None}
 
-    model = _text(data, "model", errors, required=True, max_length=200)
+    kind, name, legacy = _kind_and_name(data, errors)
+    is_call = kind in CALL_KINDS
+    model = _text(data, "model", errors, required=is_call, max_length=200)
     provider = _text(data, "provider", errors, max_length=64).lower()
+    if legacy:
+        model, provider = "", ""
 
     prompt = _count(data, "prompt_tokens", errors)
     completion = _count(data, "completion_tokens", errors)
@@ -117,10 +133,13 @@ def normalize_trace(
             errors.add("id", "Must be 1-128 characters of A-Z a-z 0-9 . _ : -")
         else:
             trace_id = raw_id
+    run_id, parent_id = _run_fields(data, trace_id, errors)
 
     # Usage: what the client reported, completed where it is implied, estimated where it is missing.
     usage_estimated = False
-    if prompt is None and completion is None:
+    if not is_call:
+        pass  # a structural span has no usage of its own to estimate (docs/runs.md)
+    elif prompt is None and completion is None:
         if total is not None:
             prompt, completion, usage_estimated = total, 0, True
         else:
@@ -149,14 +168,22 @@ def normalize_trace(
     if errors.errors:
         raise TraceValidationError(errors.errors)
 
-    if not provider:
+    if not provider and model:
         provider = infer_provider(model)
-    cost = price(
-        model=model, provider=provider, prompt_tokens=prompt, completion_tokens=completion, timestamp=timestamp
-    )
+    cost, unpriced, version = None, False, ""
+    if is_call:  # only calls are priced, or ever unpriced
+        priced = price(
+            model=model, provider=provider, prompt_tokens=prompt, completion_tokens=completion, timestamp=timestamp
+        )
+        cost, unpriced, version = priced.cost, priced.unpriced, priced.version
+    trace_id = trace_id or new_trace_id()
     return TraceRecord(
-        trace_id=trace_id or new_trace_id(),
+        trace_id=trace_id,
         team_id=team_id,
+        run_id=run_id or trace_id,
+        parent_id=parent_id,
+        kind=kind,
+        name=name,
         model=model,
         provider=provider,
         prompt_tokens=prompt,
@@ -176,14 +203,59 @@ def normalize_trace(
         service_name=texts["service_name"],
         session_id=texts["session_id"],
         user_id=texts["user_id"],
-        cost=cost.cost,
-        unpriced=cost.unpriced,
+        cost=cost,
+        unpriced=unpriced,
         usage_estimated=usage_estimated,
         source=source,
         client_cost=client_cost,
-        price_source=PRICE_SOURCE,
-        price_version=cost.version,
+        price_source=PRICE_SOURCE if is_call else "",
+        price_version=version,
     )
+
+
+def _kind_and_name(data: Mapping[str, Any], errors: _Errors) -> tuple[str, str, bool]:
+    """The span's kind (default `llm`), its name, and whether it is a pre-runs SDK block (see
+    LEGACY_SPAN_PROVIDER), whose name is in its model."""
+    raw = data.get("kind")
+    name = _text(data, "name", errors, max_length=MAX_NAME)
+    if raw is None:
+        model = data.get("model")
+        if data.get("provider") == LEGACY_SPAN_PROVIDER and isinstance(model, str):
+            legacy_name = model.removeprefix(LEGACY_SPAN_PREFIX).strip()[:MAX_NAME]
+            return Kind.OTHER, name or legacy_name, True
+        return Kind.LLM, name, False
+    if not isinstance(raw, str) or raw not in KINDS:
+        shown = f" '{raw[:50]}'" if isinstance(raw, str) else ""
+        errors.add("kind", f"Unknown kind{shown}: must be one of {', '.join(KINDS)}.")
+        return Kind.LLM, name, False
+    return raw, name, False
+
+
+def _run_fields(data: Mapping[str, Any], trace_id: str, errors: _Errors) -> tuple[str, str]:
+    """``run_id`` (absent or "": the record is a run of its own) and ``parent_id`` ("" for a root)."""
+    run_id = data.get("run_id")
+    if run_id is None or run_id == "":
+        run_id = ""
+    elif not isinstance(run_id, str):
+        errors.add("run_id", "Must be a string.")
+        run_id = ""
+    elif len(run_id) > MAX_RUN_ID:
+        errors.add("run_id", f"Must be at most {MAX_RUN_ID} characters; this one has {len(run_id)}.")
+        run_id = ""
+    elif _RUN_ID_BAD.search(run_id) or not run_id.strip():
+        errors.add("run_id", 'Must be text without control characters or "/".')
+        run_id = ""
+    parent_id = data.get("parent_id")
+    if parent_id is None or parent_id == "":
+        return run_id, ""
+    if not isinstance(parent_id, str) or not CLIENT_ID_RE.match(parent_id):
+        errors.add("parent_id", "Must be the id of another span of the run: 1-128 characters of A-Z a-z 0-9 . _ : -")
+        return run_id, ""
+    if parent_id == trace_id:
+        errors.add("parent_id", "A span cannot be its own parent: parent_id equals id.")
+    elif not run_id and "run_id" not in errors.errors:
+        errors.add("parent_id", "A span with a parent needs the run_id of its run (the parent's).")
+    return run_id, parent_id
 
 
 def _text(data: Mapping[str, Any], name: str, errors: _Errors, *, required: bool = False, max_length: int) -> str:

@@ -7,6 +7,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from .kinds import CALL_KINDS
+
 
 @dataclass(frozen=True, slots=True)
 class TraceRecord:
@@ -38,6 +40,17 @@ class TraceRecord:
     client_cost: Decimal | None = None
     price_source: str = ""
     price_version: str = ""
+    # The run this span belongs to (docs/runs.md): its id (the record's own trace_id for a run of one),
+    # the parent span's trace_id ("" for a root), what kind of span it is, and its name.
+    run_id: str = ""
+    parent_id: str = ""
+    kind: str = "llm"
+    name: str = ""
+
+    @property
+    def is_call(self) -> bool:
+        """An LLM or embedding call: priced, counted as a call; the other kinds are the run's structure."""
+        return self.kind in CALL_KINDS
 
     @property
     def is_error(self) -> bool:
@@ -103,4 +116,8 @@ class TraceRecord:
             client_cost=trace.client_cost,
             price_source=trace.price_source,
             price_version=trace.price_version,
+            run_id=trace.run_id or trace.trace_id,
+            parent_id=trace.parent_id,
+            kind=trace.kind,
+            name=trace.name,
         )

@@ -16,7 +16,7 @@ from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from config import cursors
 
 from .filters import TraceFilter
-from .models import SPAN_PROVIDER, Plant, Status, Trace
+from .models import CALL_KINDS, Plant, Status, Trace
 
 FEED_DEFERRED = ("input", "output", "routing")
 
@@ -163,7 +163,7 @@ def trace_groups(*, team_id: int, field: str, trace_filter: TraceFilter, limit: 
         after = page.values_list("timestamp", "id")[size - 1]
     if not ids:
         return []
-    llm = ~Q(provider=SPAN_PROVIDER)  # the SDK's manual blocks are listed, never counted as calls
+    llm = Q(kind__in=CALL_KINDS)  # a run's structural spans are listed, never counted as calls
     # Counting a column of the index (timestamp, never null), not id: users' totals then come from the
     # covering index `trace_user_totals` alone.
     return list(

@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from config.jsoncodec import iso
 
-from .models import Plant, Source, Status, Trace
+from .models import Kind, Plant, Source, Status, Trace
 
 
 def _number(value: Any) -> float | None:
@@ -26,6 +26,10 @@ def trace_json(trace: Trace, *, full: bool = True) -> dict[str, Any]:
     """A stored trace as the API shows it. ``full`` adds input, output and the routing decisions."""
     body: dict[str, Any] = {
         "id": trace.trace_id,
+        "run_id": trace.run_id or trace.trace_id,
+        "parent_id": trace.parent_id or None,
+        "kind": trace.kind,
+        "name": trace.name,
         "model": trace.model,
         "provider": trace.provider,
         "prompt_tokens": trace.prompt_tokens,
@@ -115,7 +119,8 @@ class TraceErrorInField(serializers.JSONField):
 
 
 class TraceInSerializer(serializers.Serializer):
-    """A trace as clients send it. Only `model` is required; null means "not given"; unknown fields are ignored."""
+    """A trace (a span of a run) as clients send it. Only `model` is required, and only of calls (`kind`
+    `llm`, the default, and `embedding`); null means "not given"; unknown fields are ignored."""
 
     id = serializers.RegexField(
         r"^[A-Za-z0-9._:-]{1,128}$",
@@ -124,7 +129,43 @@ class TraceInSerializer(serializers.Serializer):
         help_text="Your id for the trace (1-128 of A-Z a-z 0-9 . _ : -). Sending it again returns the stored "
         "trace with 200 instead of storing a second one. Omitted: we assign `trc_` + a UUIDv7.",
     )
-    model = serializers.CharField(max_length=200, help_text="Model name, e.g. gpt-4o.")
+    run_id = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=128,
+        help_text="The run (a tree of spans) this record belongs to: any text without control characters or "
+        '"/", at most 128 characters (the OpenTelemetry trace id for OTLP). Absent, null or "": a run of its own, '
+        "whose run_id is the record's id (docs/runs.md).",
+    )
+    parent_id = serializers.RegexField(
+        r"^[A-Za-z0-9._:-]{0,128}$",
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text="The `id` of this span's parent, another record of the same run (it may arrive later); "
+        'null, "" or absent for a root. Needs `run_id`; must not equal `id`.',
+    )
+    kind = serializers.ChoiceField(
+        choices=Kind.choices,
+        required=False,
+        allow_null=True,
+        help_text="What the span is: `llm` (the default) and `embedding` are calls (priced, counted as calls "
+        "in analytics, reports and alerts); the other kinds are the run's structure: never priced nor "
+        "unpriced, their usage never estimated.",
+    )
+    name = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=200,
+        help_text="The span's name (`invoke_agent planner`, `search_docs`, `chat gpt-4o`).",
+    )
+    model = serializers.CharField(
+        max_length=200,
+        required=False,
+        help_text="Model name, e.g. gpt-4o. Required of `llm` and `embedding` spans; optional for the others.",
+    )
     provider = serializers.CharField(
         required=False,
         allow_null=True,
@@ -202,7 +243,13 @@ class TraceSerializer(serializers.Serializer):
     """A stored trace."""
 
     id = serializers.CharField(help_text="The trace id: yours, or `trc_` + UUIDv7.")
-    model = serializers.CharField()
+    run_id = serializers.CharField(help_text="The run it belongs to; its own `id` when it was sent without one.")
+    parent_id = serializers.CharField(allow_null=True, help_text="The parent span's `id`; null for a root.")
+    kind = serializers.ChoiceField(
+        choices=Kind.choices, help_text="`llm` and `embedding` are calls; the rest structure."
+    )
+    name = serializers.CharField(allow_blank=True)
+    model = serializers.CharField(allow_blank=True, help_text="Blank for a structural span sent without one.")
     provider = serializers.CharField()
     prompt_tokens = serializers.IntegerField()
     completion_tokens = serializers.IntegerField()
@@ -219,9 +266,14 @@ class TraceSerializer(serializers.Serializer):
     service_name = serializers.CharField(allow_blank=True)
     session_id = serializers.CharField(allow_blank=True)
     user_id = serializers.CharField(allow_blank=True)
-    cost = serializers.FloatField(allow_null=True, help_text="USD from genai-prices; null when unpriced.")
+    cost = serializers.FloatField(
+        allow_null=True, help_text="USD from genai-prices; null when unpriced, and for a span that is no call."
+    )
     client_cost = serializers.FloatField(allow_null=True, help_text="The cost the client reported, if any.")
-    unpriced = serializers.BooleanField(help_text="No known price for this model: cost is null, never a silent 0.")
+    unpriced = serializers.BooleanField(
+        help_text="A call whose model has no known price: cost is null, never a silent 0. Always false for a span "
+        "that is no call (kind other than llm and embedding)."
+    )
     usage_estimated = serializers.BooleanField(help_text="Token usage was missing and has been estimated.")
     price_source = serializers.CharField()
     price_version = serializers.CharField()

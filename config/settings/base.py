@@ -137,6 +137,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "TraceStatusEnum": "traces.models.Status",
         "TraceSourceEnum": "traces.models.Source",
+        "SpanKindEnum": "traces.models.Kind",
+        "KindEnum": "traces.proxy.models.UpstreamKind",
     },
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "traces.otlp.openapi.add_otlp_path"],
     "TAGS": [

@@ -18,7 +18,6 @@ from analytics import rollups, sketch, snapshots, tasks
 from analytics.models import DayRollup, HourRollup, Kind, MinuteRollup, PendingBatch, RollupDelta
 from analytics.snapshots import Snapshot
 from config.bulk import insert_rows
-from traces.models import SPAN_PROVIDER
 
 from ..factories import TraceFactory
 
@@ -67,10 +66,10 @@ def test_a_trace_row_names_the_transaction_that_stored_it(team):
 
 def test_the_spans_are_not_counted(team, other_team):
     ours = TraceFactory.build_batch(2, team=team, timestamp=WHEN)
-    span = TraceFactory.build(team=team, timestamp=WHEN + timedelta(hours=1), provider=SPAN_PROVIDER)
+    span = TraceFactory.build(team=team, timestamp=WHEN + timedelta(hours=1), kind="tool", model="")
     theirs = TraceFactory.build_batch(1, team=other_team, timestamp=WHEN - timedelta(seconds=7))
     _stored([*ours, span, *theirs])
-    assert rollups.fold() == 3  # the span is no LLM call
+    assert rollups.fold() == 3  # the tool span is no call
     assert {r.team_id: r.count for r in HourRollup.objects.filter(kind=Kind.ALL)} == {team.id: 2, other_team.id: 1}
 
 

@@ -117,3 +117,10 @@ def test_retrying_a_delivered_one_says_it_is_not_replayable(as_role, team, trace
 
 def test_retry_is_a_post(as_role, trace, dead):
     assert as_role("owner").get(f"/traces/trc-detail/deliveries/{dead.pk}/retry").status_code == 405
+
+
+def test_a_structural_span_is_no_unpriced_call(as_role, team):
+    TraceFactory(team=team, trace_id="tool-1", kind="tool", name="search_docs", model="", cost=None, unpriced=False)
+    text = as_role("viewer").get("/traces/tool-1").content.decode()
+    assert "search_docs" in text and "not a call: a tool span is never priced" in text
+    assert "unpriced" not in text

@@ -227,3 +227,19 @@ def test_home_redirects_to_the_feed_once_traces_exist(as_role, team):
 def test_the_nav_shows_traces_sessions_and_users(as_role, team):
     text = as_role("viewer").get("/traces").content.decode()
     assert 'href="/traces" aria-current="page"' in text and 'href="/sessions"' in text and 'href="/users"' in text
+
+
+def test_a_structural_span_shows_its_kind_and_is_never_called_unpriced(as_role, team):
+    now = timezone.now()
+    TraceFactory(team=team, trace_id="agent-1", kind="agent", name="planner", model="", cost=None, timestamp=now)
+    TraceFactory(team=team, trace_id="call-1", model="house-model", cost=None, unpriced=True, timestamp=now)
+    text = as_role("viewer").get("/traces").content.decode()
+    row = re.search(r'<tr class="feed-row[^"]*" id="t-[^"]+">(?:(?!</tr>).)*agent-1.*?</tr>', text, re.S)[0]
+    assert ">agent</span> planner" in row and "unpriced" not in row
+    assert text.count('<span class="muted">unpriced</span>') == 1  # the call's
+    # the kind and run filters are the API's, in the URL
+    filtered = as_role("viewer").get("/traces", {"kind": "agent", "run_id": "agent-1"})
+    assert _ids(filtered) == ["agent-1"]
+    assert _ids(as_role("viewer").get("/traces", {"kind": "llm,embedding"})) == ["call-1"]
+    bad = as_role("viewer").get("/traces", {"kind": "planner"}).content.decode()
+    assert "Unknown kind" in bad

@@ -10,6 +10,7 @@ from django import forms
 from django.http import QueryDict
 
 from traces.filters import FilterError, TraceFilter, parse_trace_filter
+from traces.models import Kind
 
 STATUS_CHOICES = [
     ("", "Any status"),
@@ -17,6 +18,11 @@ STATUS_CHOICES = [
     ("error", "Failed"),
     ("rate_limited", "Rate limited"),
     ("error,rate_limited", "Failed or rate limited"),
+]
+KIND_CHOICES = [
+    ("", "Any kind"),
+    ("llm,embedding", "Calls (LLM and embedding)"),
+    *((str(k), str(k)) for k in Kind),
 ]
 RANGE_CHOICES = [
     ("", "Any time"),
@@ -65,6 +71,8 @@ class FeedFilterForm(forms.Form):
     environment = _text("Environment", "production")
     session_id = _text("Session")
     user_id = _text("User")
+    kind = forms.CharField(label="Span kind", required=False, widget=forms.Select(choices=KIND_CHOICES))
+    run_id = _text("Run", "the run's id")
     unpriced = _flag("Unpriced only")
     usage_estimated = _flag("Estimated usage only")
 

@@ -23,7 +23,7 @@ from django.utils.safestring import mark_safe
 from accounts.templatetags.dashboard import timestamp
 from config.jsoncodec import shown
 from config.money import usd
-from traces.models import Status, Trace
+from traces.models import CALL_KINDS, Status, Trace
 
 META_CHIPS = 3  # metadata pairs shown per row
 META_VALUE_CHARS = 24
@@ -55,6 +55,9 @@ class FeedRow:
     url: str
     time: str  # the `<time>` element, safe HTML (browser's time zone, UTC on hover)
     model: str
+    kind: str  # `llm`, `embedding` (the calls) or a structural kind (docs/runs.md)
+    name: str
+    is_call: bool  # a structural span is never priced: its cost cell is "—", never "unpriced"
     environment: str
     run_url: str  # the run page at this span, for a span of a run of several ("" for a run of one)
     provider: str  # "—" when there is none
@@ -81,6 +84,9 @@ def feed_row(t: Trace, *, new: bool = False) -> FeedRow:
         url=reverse("trace-detail", args=[t.trace_id]),
         time=timestamp(t.timestamp),
         model=t.model,
+        kind=t.kind,
+        name=t.name,
+        is_call=t.kind in CALL_KINDS,
         environment=t.environment,
         run_url=run_url(t),
         provider=t.provider or "—",
