@@ -20,7 +20,7 @@ from delivery.services import REPLAYABLE, NotReplayable, delivery_replay
 from traces.models import Trace
 from traces.selectors import trace_get
 
-from .rows import KIND_LABELS, run_url
+from .rows import run_url
 
 FOLD_LINES = 40  # longer JSON (or longer than FOLD_CHARS) is folded in a <details>
 FOLD_CHARS = 3000
@@ -63,7 +63,6 @@ def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
         "replayable": {str(s) for s in REPLAYABLE},
         "debug": trace_debug_records(trace.pk),
         "run_url": run_url(trace),
-        "kind_label": KIND_LABELS.get(trace.kind, trace.kind),
     }
     return render(request, "traces/detail.html", context)
 
