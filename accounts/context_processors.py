@@ -11,12 +11,17 @@ from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
 from .access import current_membership, user_memberships
-from .nav import nav_links
+from .nav import nav_groups, nav_links
 
 
 def dashboard(request: HttpRequest) -> dict[str, Any]:
     def main_nav() -> list[Any]:
         return nav_links(request.path, current_membership(request), "main")
+
+    links = SimpleLazyObject(main_nav)
+
+    def main_nav_groups() -> list[Any]:
+        return nav_groups(list(links))
 
     def settings_nav() -> list[Any]:
         return nav_links(request.path, current_membership(request), "settings")
@@ -24,6 +29,7 @@ def dashboard(request: HttpRequest) -> dict[str, Any]:
     return {
         "current_membership": SimpleLazyObject(lambda: current_membership(request)),
         "user_memberships": SimpleLazyObject(lambda: user_memberships(request)),
-        "main_nav": SimpleLazyObject(main_nav),
+        "main_nav": links,
+        "main_nav_groups": SimpleLazyObject(main_nav_groups),
         "settings_nav": SimpleLazyObject(settings_nav),
     }

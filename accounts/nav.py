@@ -2,6 +2,8 @@
 
 An item shows when its URL name resolves (the page exists) and the member's role allows its
 permission. ``section="settings"`` items are listed on the settings pages and in the user menu.
+Main items are shown in groups (``group``, in the order of ``GROUPS``): the side bar at 1024 px and
+wider, the "Menu" panel of the top bar below that (templates/dashboard/nav.html).
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ class NavItem:
     url_name: str
     permission: Permission = Permission.READ
     section: str = "main"
+    group: str = "Observe"
 
+
+# The side bar's headings, in order. A group with no item shown is left out.
+GROUPS = ("Observe", "Route", "Report")
 
 # No "Overview": `/` is the feed once a team has traces (and "send your first trace" before), so a
 # second item for it would name one page twice; the brand links to `/`.
@@ -30,10 +36,10 @@ NAV: list[NavItem] = [
     NavItem("Sessions", "trace-sessions"),
     NavItem("Users", "trace-users"),
     NavItem("Analytics", "analytics-page"),
-    NavItem("Routing", "routing-page"),
-    NavItem("Integrations", "integrations-page"),
-    NavItem("Reports", "reports"),
-    NavItem("Alerts", "alerts"),
+    NavItem("Routing", "routing-page", group="Route"),
+    NavItem("Integrations", "integrations-page", group="Route"),
+    NavItem("Reports", "reports", group="Report"),
+    NavItem("Alerts", "alerts", group="Report"),
     NavItem("API keys", "settings-api-keys", section="settings"),
     NavItem("Team", "settings-team", section="settings"),
     NavItem("Privacy", "settings-privacy", section="settings"),
@@ -46,6 +52,13 @@ class NavLink:
     label: str
     url: str
     active: bool
+    group: str = "Observe"
+
+
+@dataclass(frozen=True)
+class NavGroup:
+    label: str
+    links: list[NavLink]
 
 
 def nav_links(path: str, membership: Membership | None, section: str) -> list[NavLink]:
@@ -58,5 +71,13 @@ def nav_links(path: str, membership: Membership | None, section: str) -> list[Na
         except NoReverseMatch:
             continue
         active = path == url if url == "/" else path == url or path.startswith(url.rstrip("/") + "/")
-        links.append(NavLink(item.label, url, active))
+        links.append(NavLink(item.label, url, active, item.group))
     return links
+
+
+def nav_groups(links: list[NavLink]) -> list[NavGroup]:
+    """The main links by group, groups in ``GROUPS`` order (then any other, as first met), each
+    group's links in ``NAV`` order: an item added anywhere in ``NAV`` lands under its heading."""
+    order = list(GROUPS) + [link.group for link in links if link.group not in GROUPS]
+    by_group = {name: [link for link in links if link.group == name] for name in dict.fromkeys(order)}
+    return [NavGroup(name, items) for name, items in by_group.items() if items]

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Team
+from delivery.models import RunRoute
 from traces.models import Trace
 
 from .models import DayRollup, HourRollup, MinuteRollup, Retention
@@ -40,6 +41,8 @@ def retention_enforce(*, now: datetime | None = None, batch: int = BATCH) -> Ret
         report.traces += _delete_in_batches(
             Trace.objects.filter(team_id=team_id, timestamp__lt=trace_cutoff), batch, orm=True
         )
+        # The destinations of runs nothing was stored in since (their spans have just gone).
+        _delete_in_batches(RunRoute.objects.filter(team_id=team_id, updated_at__lt=trace_cutoff), batch)
         # At a UTC midnight: a day row and its hours go together (a day row less some of its hours
         # answers part of a day, analytics.plan).
         rollup_cutoff = int((now - timedelta(days=policy.effective_rollup_days)).timestamp()) // 86400 * 86400

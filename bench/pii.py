@@ -1,6 +1,7 @@
 """PII benchmark: precision and recall per kind, throughput, and the cost of redacting a trace.
 
-    .venv/bin/python bench/pii.py [--split dev|heldout|fresh|all] [--no-presidio] [--show-errors N]
+    .venv/bin/python bench/pii.py [--split dev|heldout|fresh|layouts|layouts-fresh|all] [--no-presidio]
+                                  [--show-errors N]
 
 1. Builds the labelled corpus (`bench/pii_corpus.py`, deterministic) and scores `privacy.detection.scan`
    per kind: a finding is a true positive when it overlaps a gold span of the same kind (each gold
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from pii_corpus import Document, build  # noqa: E402
+from pii_corpus import SPLITS, Document, build  # noqa: E402
 
 from privacy.detection import BUILTIN_KINDS, scan  # noqa: E402
 from privacy.policy import CompiledPolicy, apply_policy  # noqa: E402
@@ -176,12 +177,12 @@ def typical_trace(with_pii: bool) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--split", choices=["dev", "heldout", "fresh", "all"], default="all")
+    parser.add_argument("--split", choices=[*SPLITS, "all"], default="all")
     parser.add_argument("--no-presidio", action="store_true")
     parser.add_argument("--show-errors", type=int, default=0, help="print up to N misses and false alarms of ours")
     args = parser.parse_args()
 
-    splits = ["dev", "heldout", "fresh"] if args.split == "all" else [args.split]
+    splits = list(SPLITS) if args.split == "all" else [args.split]
     for split in splits:
         docs = build(split)
         results = {"ours": ours(docs)}

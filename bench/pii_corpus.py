@@ -10,7 +10,11 @@ Two splits that share no template:
   which were fixed, so it is no longer unseen;
 - ``fresh`` (seed 13, `FRESH_TEMPLATES`): written after that, before its only run (e-mail, XML,
   INI, JSON lines, Go, shell, HTML, Kubernetes, transcripts; Polish, Swedish, Chinese). The targets
-  are judged on the first run of ``heldout`` and on ``fresh``.
+  are judged on the first run of ``heldout`` and on ``fresh``;
+- ``layouts`` (seed 20) and ``layouts-fresh`` (seed 29): the classes an outside corpus found
+  missing (issue 20) beside hard negatives shaped like them (`LAYOUT_TEMPLATES`, values from
+  `pii_hard`). ``layouts`` was developed against; ``layouts-fresh`` was written with it, before
+  the recognizers changed.
 
 Templates hold slots: ``{EMAIL} {PHONE} {CARD} {IBAN} {SSN} {IP} {SECRET} {AWS} {PEM}`` become
 labelled values (`pii_values`), ``{NEG}`` a hard negative (unlabelled: an order number, a UUID, a
@@ -24,6 +28,7 @@ import random
 import re
 from dataclasses import dataclass
 
+import pii_hard as hard
 import pii_values as v
 
 KIND_OF = {
@@ -36,8 +41,12 @@ KIND_OF = {
     "SECRET": "SECRET",
     "AWS": "SECRET",
     "PEM": "SECRET",
+    "PHONEX": "PHONE",
+    "PHONEBARE": "PHONE",
+    "IP6F": "IP_ADDRESS",
+    "JWTX": "SECRET",
 }
-SLOT = re.compile(r"\{(EMAIL|PHONE|CARD|IBAN|SSN|IP|SECRET|AWS|PEM|NEG)\}")
+SLOT = re.compile(r"\{(EMAIL|PHONE|CARD|IBAN|SSN|IP|SECRET|AWS|PEM|NEG|PHONEX|PHONEBARE|IP6F|JWTX|HNEG)\}")
 
 DEV_TEMPLATES: list[tuple[str, str, str]] = [
     (
@@ -224,7 +233,85 @@ FRESH_TEMPLATES: list[tuple[str, str, str]] = [
     ),
 ]
 
-SPLITS = {"dev": (1, DEV_TEMPLATES), "heldout": (7, HELDOUT_TEMPLATES), "fresh": (13, FRESH_TEMPLATES)}
+# Issue 20: an outside labelled corpus found classes the splits above never held (phone numbers in
+# usual layouts whose area code is unassigned, European mobiles outside libphonenumber's ranges,
+# full lower-case IPv6 addresses, JWT-shaped tokens whose payload is not JSON). Generated cases of
+# each (`pii_hard`), beside hard negatives shaped like them ({HNEG}). ``{PHONEX}`` is a phone number
+# in one of those layouts, ``{PHONEBARE}`` a bare run of digits that the words before it call a
+# phone number, ``{IP6F}`` a full IPv6 address, ``{JWTX}`` an opaque JWT.
+# ``layouts`` (seed 20) was developed against; ``layouts-fresh`` (seed 29) was written before the
+# recognizers were changed and run once after.
+LAYOUT_TEMPLATES: list[tuple[str, str, str]] = [
+    ("en", "chat", "Hi, this is Dana. Best number to reach me is {PHONEX}; my order {HNEG} shipped on {HNEG}."),
+    ("en", "chat", "Please call {PHONEX} or {PHONEX} after 5pm. Ticket {HNEG}, invoice total {HNEG}."),
+    ("en", "chat", "My phone number is {PHONEBARE} and the tracking number is {HNEG}."),
+    (
+        "en",
+        "json",
+        '{{"customer": {{"phone": "{PHONEX}", "mobile": "{PHONEBARE}"}}, "order": "{HNEG}", "sha": "{HNEG}"}}',
+    ),
+    ("en", "csv", "name,phone,created\nDana Diaz,{PHONEX},{HNEG}\nLee Park,{PHONEX},{HNEG}"),
+    ("en", "log", "{HNEG} INFO sms sent to={PHONEX} id={HNEG} build={HNEG}"),
+    ("en", "log", "{HNEG} WARN peer {IP6F} closed the stream (request {HNEG})"),
+    ("en", "log", "conn from [{IP6F}]:443 rejected; retry with {HNEG}"),
+    ("en", "log", "{IP6F}: icmp6 echo timeout after {HNEG} ms"),
+    ("en", "yaml", "listen:\n  v6: {IP6F}\n  v4: {IP}\nrelease: {HNEG}\nchecksum: {HNEG}\n"),
+    ("en", "http", 'GET /me HTTP/1.1\nAuthorization: Bearer {JWTX}\nX-Client-IP: {IP6F}\nIf-None-Match: "{HNEG}"\n'),
+    ("en", "code", 'const session = "{JWTX}";\nconst cursor = "{HNEG}"; // {HNEG}'),
+    ("en", "chat", "The id_token is {JWTX} and the refresh blob {HNEG}. Is it expired?"),
+    (
+        "de",
+        "chat",
+        "Guten Tag, Sie erreichen mich mobil unter {PHONEX} oder im Büro unter {PHONEX}. Rechnung {HNEG} vom {HNEG}.",
+    ),
+    ("de", "chat", "Meine Telefonnummer: {PHONEBARE}. Kundennummer {HNEG}."),
+    ("fr", "chat", "Bonjour, mon portable est le {PHONEX}. Commande {HNEG} du {HNEG}, montant {HNEG}."),
+    ("es", "chat", "Hola, mi móvil es {PHONEX} y el fijo {PHONEX}. Pedido {HNEG}."),
+    ("it", "chat", "Salve, il mio cellulare è {PHONEX}. Ordine {HNEG}, ISBN {HNEG}."),
+    ("nl", "chat", "Hoi, je kunt me bellen op {PHONEX}. Factuur {HNEG}, versie {HNEG}."),
+    ("ja", "chat", "電話番号は{PHONEX}です。注文番号{HNEG}、接続元{IP6F}。"),
+]
+
+LAYOUT_FRESH_TEMPLATES: list[tuple[str, str, str]] = [
+    (
+        "en",
+        "email",
+        "From: support\nTo: {EMAIL}\n\nThanks for calling. Your callback number {PHONEX} is on file (case {HNEG}).",
+    ),
+    (
+        "en",
+        "transcript",
+        "[{HNEG}] agent: can I get a number to call you back?\n[{HNEG}] user: sure, {PHONEX}, or my wife's {PHONEX}",
+    ),
+    ("en", "sql", "UPDATE contacts SET phone = '{PHONEX}', fax = '{PHONEX}' WHERE id = {HNEG};"),
+    ("en", "jsonl", '{{"ts": "{HNEG}", "tel": "{PHONEBARE}", "sku": "{HNEG}"}}\n{{"ts": "{HNEG}", "peer": "{IP6F}"}}'),
+    ("en", "markdown", "| contact | value |\n|---|---|\n| cell | {PHONEX} |\n| ipv6 | {IP6F} |\n| ref | {HNEG} |"),
+    ("en", "env", "SESSION_TOKEN={JWTX}\nBUILD_ID={HNEG}\nBIND_ADDR={IP6F}\n"),
+    ("en", "shell", "$ curl -H 'Authorization: Bearer {JWTX}' 'https://api.example.com/v2/items?after={HNEG}'"),
+    (
+        "en",
+        "trace",
+        "Traceback (most recent call last):\nConnectionError: [Errno 111] {IP6F} refused; job {HNEG}, caller {PHONEX}",
+    ),
+    ("en", "chat", "Numbers that are not phones: {HNEG}, {HNEG}, {HNEG}, {HNEG}, {HNEG}."),
+    ("en", "xml", "<contact><tel>{PHONEX}</tel><updated>{HNEG}</updated><hash>{HNEG}</hash></contact>"),
+    ("de", "email", "Rückruf erbeten unter {PHONEX} (Vorgang {HNEG}, Betrag {HNEG})."),
+    ("fr", "csv", "nom;téléphone;date\nDupont;{PHONEX};{HNEG}\nMartin;{PHONEX};{HNEG}"),
+    ("es", "log", "{HNEG} ERROR llamada fallida a {PHONEX} desde {IP6F}"),
+    ("pt", "chat", "Oi! Meu celular é {PHONEX}, pedido {HNEG}."),
+    ("pl", "chat", "Proszę dzwonić pod numer {PHONEX}. Faktura {HNEG}."),
+    ("sv", "chat", "Ring mig på {PHONEX}, ärende {HNEG}."),
+    ("zh", "chat", "我的电话是{PHONEBARE}，订单{HNEG}，令牌{JWTX}。"),
+    ("ja", "log", "{HNEG} 警告 {IP6F} からの接続を拒否しました (ビルド {HNEG})"),
+]
+
+SPLITS = {
+    "dev": (1, DEV_TEMPLATES),
+    "heldout": (7, HELDOUT_TEMPLATES),
+    "fresh": (13, FRESH_TEMPLATES),
+    "layouts": (20, LAYOUT_TEMPLATES),
+    "layouts-fresh": (29, LAYOUT_FRESH_TEMPLATES),
+}
 
 
 @dataclass(frozen=True)
@@ -255,6 +342,16 @@ def _value(slot: str, rng: random.Random, lang: str, fmt: str) -> tuple[str, str
         value = v.aws_secret_value(rng)
     elif slot == "PEM":
         value = v.pem(rng, "\\n" if fmt == "json" else "\n")
+    elif slot == "PHONEX":
+        value = hard.phone_layout(rng)
+    elif slot == "PHONEBARE":
+        value = hard.phone_bare(rng)
+    elif slot == "IP6F":
+        value = hard.ipv6_full(rng)
+    elif slot == "JWTX":
+        value = hard.jwt_opaque(rng)
+    elif slot == "HNEG":
+        value = hard.hard_negative(rng)
     else:
         value = v.negative(rng)
     return value, value
@@ -271,7 +368,7 @@ def fill(template: str, rng: random.Random, lang: str, fmt: str) -> Document:
         parts.append(literal)
         length += len(literal)
         text, _ = _value(match.group(1), rng, lang, fmt)
-        if match.group(1) != "NEG":
+        if match.group(1) not in ("NEG", "HNEG"):
             spans.append((KIND_OF[match.group(1)], length, length + len(text)))
         parts.append(text)
         length += len(text)

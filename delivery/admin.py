@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
-from .models import Delivery, DeliveryWorker
+from .models import Delivery, DeliveryWorker, RunRoute
 from .services import NotReplayable, delivery_replay
 
 
@@ -72,6 +72,27 @@ class DeliveryWorkerAdmin(admin.ModelAdmin):
     list_display = ["hostname", "pid", "started_at", "heartbeat_at", "id"]
     ordering = ["-heartbeat_at"]
     readonly_fields = [f.name for f in DeliveryWorker._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(RunRoute)
+class RunRouteAdmin(admin.ModelAdmin):
+    """Where each run goes (docs/routing.md, "Runs"): its destinations, read-only (ingest owns them)."""
+
+    list_display = ["run_id", "team", "destination_names", "updated_at"]
+    search_fields = ["=run_id"]
+    ordering = ["-updated_at"]
+    show_full_result_count = False
+    readonly_fields = [f.name for f in RunRoute._meta.fields]
+
+    @admin.display(description="destinations")
+    def destination_names(self, route: RunRoute) -> str:
+        return ", ".join(route.destinations) or "—"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -51,7 +51,7 @@ from .breaker import CircuitBreaker
 from .client import http_client
 from .models import Delivery, DeliveryStatus
 from .policy import RetryPolicy
-from .states import EARLY_SLACK, DeliveryReport, claim, defer, give_up, mine, retry
+from .states import EARLY_SLACK, DeliveryReport, claim, defer, give_up, mine, retry, wait
 
 log = logging.getLogger(__name__)
 
@@ -196,10 +196,15 @@ def _send_chunk(
     records = export_records(claimed[0]["team_id"], sender.target.name, records)
     # Each trace is encoded on its own: one this destination cannot represent gives up alone.
     batch, refused = sender.exporter.encode_batch(records)
+    waiting = sender.exporter.waiting
     if refused:
         for reason, same in _by_reason(present, refused).items():
             give_up(same, token, reason, None, integration_id, report)
-        present = [r for i, r in enumerate(present) if i not in refused]
+    if waiting:  # a span whose parent has not arrived yet, for a destination that needs it first
+        later = [present[i] for i in waiting]
+        report.deferred += wait(later, token, next(iter(waiting.values())), sender.exporter.wait_seconds)
+    if refused or waiting:
+        present = [r for i, r in enumerate(present) if i not in refused and i not in waiting]
     if not batch:
         if probe:  # nothing was sent: the destination's state is still unknown
             breaker.release_probe()

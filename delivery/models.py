@@ -135,3 +135,28 @@ class DeliveryWorker(models.Model):
 
     def __str__(self) -> str:
         return f"{self.hostname}:{self.pid} ({self.id})"
+
+
+class RunRoute(models.Model):
+    """Where a run goes (docs/routing.md, "Runs"): every destination a span of the run was routed to,
+    so that the run's structural spans follow, whichever arrives first. ``destinations`` maps a
+    destination name → ``{"spec", "rule", "rate", "by"}`` (the routed destination, the rule that
+    kept it, its rate, and the trace id of the span that first brought it); the first entry stays.
+
+    Ingest upserts this row for every run it stores spans of in one statement (`delivery.runs`): the
+    upsert's row lock, held until the ingest transaction commits, orders concurrent writers of the
+    same run, so the later one always sees what the earlier one stored.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
+    run_id = models.CharField(max_length=128)
+    destinations = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "delivery_run_route"
+        constraints = [models.UniqueConstraint(fields=["team", "run_id"], name="run_route_unique_team_run")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} → {', '.join(self.destinations) or 'nowhere'}"

@@ -143,6 +143,26 @@ def retry(
     return int(changed)
 
 
+def wait(rows: list[dict[str, Any]], token: uuid.UUID, reason: str, seconds: float) -> int:
+    """Claimed rows that cannot be sent yet (a span whose parent has not arrived, for a destination
+    that needs it first): pending again in ``seconds``, the claim's attempt given back."""
+    if not rows:
+        return 0
+    now = timezone.now()
+    changed = mine(token, rows).update(
+        status=DeliveryStatus.PENDING,
+        claim_token=None,
+        attempts=F("attempts") - 1,
+        next_attempt_at=now + timedelta(seconds=seconds),
+        dispatched_at=now,
+        last_error=reason,
+        updated_at=now,
+    )
+    if changed:
+        outbox.publish([r["id"] for r in rows], countdown=seconds)
+    return int(changed)
+
+
 def defer(rows: list[dict[str, Any]], retry_at: float) -> int:
     """Circuit open: move pending rows to when it may close, without spending an attempt.
 

@@ -20,6 +20,7 @@ from accounts.principals import KeyPrincipal
 from config.bulk import build_row, insert_rows
 from delivery.models import Delivery
 from delivery.outbox import deliveries_for, enqueue_on_commit
+from delivery.runs import claim_runs
 from privacy.records import stored_records
 from routing.router import RoutingResult, route
 from routing.selectors import compiled_routing
@@ -168,7 +169,7 @@ def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
     compiled: dict[int, Any] = {}
     now = timezone.now()
     new_rows: list[Trace] = []
-    deliveries: list[Delivery] = []
+    routed: list[tuple[Trace, TraceRecord, RoutingResult]] = []
     outcome: list[tuple[Trace, bool]] = []
     for entry in pending:
         record, team_id = entry.record, entry.principal.team_id
@@ -184,16 +185,23 @@ def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
         row.pii = entry.pii
         stored[(team_id, record.trace_id)] = row  # the same id again in this batch is "already stored"
         new_rows.append(row)
-        deliveries.extend(deliveries_for(row, result))
+        routed.append((row, record, result))
         outcome.append((row, True))
 
     if new_rows:
         with transaction.atomic():
+            # A run is routed as a tree (delivery.runs): its row is locked first, so that concurrent
+            # batches of one run see each other's spans and destinations.
+            runs = claim_runs([(record, result) for _, record, result in routed])
+            deliveries: list[Delivery] = []
+            for row, record, result in routed:
+                deliveries.extend(deliveries_for(row, result))
+                deliveries.extend(runs.follow(row, record, result))
             insert_rows(new_rows)
             traces_stored.send(sender=Trace, rows=new_rows)
             if deliveries:
                 insert_rows(deliveries)
-                enqueue_on_commit([d.pk for d in deliveries])
+            enqueue_on_commit([d.pk for d in deliveries] + runs.backfill())
     return outcome
 
 
@@ -202,12 +210,12 @@ def _row(record: TraceRecord, principal: KeyPrincipal, result: RoutingResult, no
         "id": _uuid7(),
         "team_id": record.team_id,
         "trace_id": record.trace_id,
-        "api_key_id": principal.key_id,
-        "source": record.source,
-        "run_id": record.run_id or record.trace_id,
+        "run_id": record.run,
         "parent_id": record.parent_id,
         "kind": record.kind,
         "name": record.name,
+        "api_key_id": principal.key_id,
+        "source": record.source,
         "model": record.model,
         "provider": record.provider,
         "prompt_tokens": record.prompt_tokens,

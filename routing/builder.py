@@ -19,6 +19,8 @@ from .conditions import BOOLEAN_VARIABLES, NUMERIC_VARIABLES, STRING_VARIABLES
 
 STRING_FIELDS = (
     "model",
+    "kind",
+    "name",
     "provider",
     "status",
     "environment",
@@ -28,6 +30,8 @@ STRING_FIELDS = (
     "user_id",
     "error_type",
     "error_message",
+    "run_id",
+    "parent_id",
 )
 NUMBER_FIELDS = ("cost", "latency_ms", "total_tokens", "prompt_tokens", "completion_tokens", "time_to_first_token_ms")
 BOOLEAN_FIELDS = ("error", "unpriced", "usage_estimated")

@@ -11,8 +11,9 @@ Semantics (docs/routing.md):
   an error that an earlier 10% rule sampled out. If no rule keeps it, the first sampled-out
   decision is reported.
 - A matching rule with ``stop`` ends evaluation.
-- Sampling is consistent: ``u = sample_point(trace id)`` in [0, 1); a destination keeps the trace
-  when ``u < policy rate × rule rate × destination rate``.
+- Sampling is consistent: ``u = sample_point(run id)`` in [0, 1) (a trace sent without a run is a
+  run of its own: its id); a destination keeps the trace when ``u < policy rate × rule rate ×
+  destination rate``, so every span of a run is kept or dropped together at the same rate.
 - A condition that fails at run time (a missing metadata key …) does not match; the error is
   reported in ``RoutingResult.errors`` and, with ``explain=True``, in the rule's evaluation.
 """
@@ -24,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conditions import ALWAYS, UNPRICED_REASON, Bindings, CelCondition, Condition
+from .conditions import ALWAYS, COST_REASONS, Bindings, CelCondition, Condition
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +195,9 @@ def route(ctx: Mapping[str, Any], routing: CompiledRouting, *, explain: bool = F
 
     ``explain`` also records how every rule fared (the dry-run endpoint); ingest leaves it off.
     """
-    u = sample_point(str(ctx["id"]))
+    # The run's sample point (a span sent without a run is a run of its own): every span of a run
+    # draws the same u, so a rate keeps or drops the run whole (and the SDKs sample by the same id).
+    u = sample_point(str(ctx.get("run_id") or ctx["id"]))
     bindings = Bindings(ctx, routing.variables)
     errors: list[tuple[str, str]] = []
     base_rate, base_reason = _policy(routing, bindings, errors)
@@ -215,11 +218,11 @@ def route(ctx: Mapping[str, Any], routing: CompiledRouting, *, explain: bool = F
                 evaluations.append(RuleEvaluation(rule.name, rule.priority, None, "disabled"))
             continue
         ok, error = rule.predicate.evaluate(bindings)
-        if error is not None and error != UNPRICED_REASON:  # an unknown cost is a fact, not a fault
+        if error is not None and error not in COST_REASONS:  # an unknown cost is a fact, not a fault
             errors.append((rule.name, error))
         if not ok:
             if explain:
-                if error == UNPRICED_REASON:
+                if error in COST_REASONS:
                     why = f"condition did not match: {error}"
                 else:
                     why = f"condition error, counted as no match: {error}" if error else "condition did not match"

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 MANAGE = ".venv/bin/python manage.py"
+LOGIN_FIELD = "Username or e-mail"  # the log-in form's labels, word for word
+PASSWORD_FIELD = "Password"
 _UNICODE = ("╔", "═", "╗", "║", "╚", "╝")
 _ASCII = ("+", "=", "+", "|", "+", "+")
 
@@ -17,13 +19,17 @@ def lines_of(made: dict[str, Any], *, data_dir: str, still_starting: list[str]) 
     email = made.get("email")
     out = ["tracerelay is running", ""]
     out.append(f"URL        {url}/")
+    # In the log-in form's own words (accounts.forms.LoginForm, tests/runner/test_start.py checks).
+    also = f"   (or {email})" if email else ""
+    out.append(f"Log in     {url}/login")
+    out.append(f"           {LOGIN_FIELD}   {login}{also}")
     if made.get("password"):
-        also = f"   (or the e-mail {email})" if email else ""
-        out.append(f"Log in     {login} / {made['password']}{also}")
+        out.append(f"           {PASSWORD_FIELD:<{len(LOGIN_FIELD)}}   {made['password']}")
     else:
-        also = f" or {email}" if email else ""
-        out.append(f"Log in     {login}{also} (the password was shown on the first start;")
-        out.append(f"           reset it: {MANAGE} changepassword {login})")
+        out.append(
+            f"           {PASSWORD_FIELD:<{len(LOGIN_FIELD)}}   the one shown on the first start; to set another:"
+        )
+        out.append(f"           {'':<{len(LOGIN_FIELD)}}   {MANAGE} changepassword {login}")
     if made.get("key"):
         out.append(f"API key    {made['key']}")
         out.append(f'           (production, team "{made["team"]}"; shown this once: copy it now)')
@@ -31,7 +37,7 @@ def lines_of(made: dict[str, Any], *, data_dir: str, still_starting: list[str]) 
         out.append(f"API keys   {made.get('active_keys', 0)} active; a key is shown only when made. Another one:")
         out.append(f"           {MANAGE} apikey create --team {made['team']} --environment production")
     out.append("")
-    out.append(f"Next       send a trace (README.md), then open {url}/traces")
+    out.append(f"Next       open {url}/ : it shows how to send the first trace")
     out.append(f"Data       {data_dir}")
     out.append("Stop       Ctrl-C (everything stops; ./bin/run again picks up where it was)")
     if still_starting:

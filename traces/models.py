@@ -4,6 +4,7 @@ import uuid
 from typing import Any
 
 import uuid_utils
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -55,11 +56,12 @@ class Trace(models.Model):
     # The run this span belongs to (docs/runs.md): ``run_id`` is the client's (the OpenTelemetry trace
     # id for OTLP) or, for a record sent without one, its own ``trace_id``: a run of one span.
     # ``parent_id`` is the ``trace_id`` of another span of the same run, or "" for a root; the parent
-    # may arrive after its children.
-    run_id = models.CharField(max_length=128, default="", blank=True)
-    parent_id = models.CharField(max_length=128, default="", blank=True)
-    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.LLM)
-    name = models.CharField(max_length=200, default="", blank=True)
+    # may arrive after its children. Database defaults too, so a process of the previous release
+    # (rolling deploys) still writes rows.
+    run_id = models.CharField(max_length=128, default="", db_default="", blank=True)
+    parent_id = models.CharField(max_length=128, default="", db_default="", blank=True)
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.LLM, db_default=Kind.LLM)
+    name = models.CharField(max_length=200, default="", db_default="", blank=True)
 
     model = models.CharField(max_length=200, blank=True)
     provider = models.CharField(max_length=64, blank=True)
@@ -152,6 +154,28 @@ class Plant(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class FeedColumn(models.TextChoices):
+    """The feed's columns a person may add to the default ones (docs/dashboard.md, the trace feed)."""
+
+    USER = "user", "User"
+    SESSION = "session", "Session"
+    SERVICE = "service", "Service"
+    RUN = "run", "Run"
+    PROMPT = "prompt", "Prompt preview"
+
+
+class FeedColumns(models.Model):
+    """The optional feed columns one person chose: kept per user, server side, so the choice follows
+    them to every team, browser and device (and the live poll and the next pages render the same)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    columns = models.JSONField(default=list, blank=True)  # FeedColumn values, in FeedColumn order
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {', '.join(self.columns) or 'default columns'}"
 
 
 # `tags__has_item="beta"`, `metadata__has_entry=("k", "v")` (see traces/lookups.py).

@@ -56,6 +56,11 @@ class TraceRecord:
     def is_error(self) -> bool:
         return self.status in ("error", "rate_limited")
 
+    @property
+    def run(self) -> str:
+        """The run's id: the client's, else this span's own id (a run of one)."""
+        return self.run_id or self.trace_id
+
     def condition_context(self) -> dict[str, Any]:
         """The variables routing conditions see (DESIGN.md, Routing): plain JSON-like values."""
         return {
@@ -68,7 +73,8 @@ class TraceRecord:
             "latency_ms": self.latency_ms if self.latency_ms is not None else 0,
             "time_to_first_token_ms": self.time_to_first_token_ms or 0,
             # An unpriced trace's cost is unknown, not 0: conditions comparing it do not match.
-            "cost": float(self.cost) if self.cost is not None and not self.unpriced else None,
+            # A span that is no call has no cost at all (`routing.conditions.NO_COST_REASON`).
+            "cost": float(self.cost) if self.cost is not None and not self.unpriced and self.is_call else None,
             "status": self.status,
             "error": self.is_error,
             "error_type": self.error_type,
@@ -82,6 +88,10 @@ class TraceRecord:
             "unpriced": self.unpriced,
             "usage_estimated": self.usage_estimated,
             "source": self.source,
+            "run_id": self.run,
+            "parent_id": self.parent_id,
+            "kind": self.kind,
+            "name": self.name,
         }
 
     @classmethod

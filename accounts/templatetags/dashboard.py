@@ -8,6 +8,7 @@ from typing import Any
 from django import template
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 
 from config import money
 from config.jsoncodec import shown
@@ -17,18 +18,20 @@ register = template.Library()
 
 
 @register.simple_tag
-def timestamp(value: datetime | None, empty: str = "—") -> str:
+def timestamp(value: datetime | None, empty: str = "—", short: bool = False) -> str:
     """A `<time>` the browser shows in its own time zone (static/dashboard/app.js), UTC on hover.
 
-    Without JavaScript it reads as UTC, which is still right.
+    ``short``: as a dense list wants it (the feed): the time with seconds when it is today, else
+    the day and the time. Without JavaScript it reads as UTC, which is still right.
     """
     if value is None:
         return format_html('<span class="muted">{}</span>', empty)
     utc = value.astimezone(UTC) if timezone.is_aware(value) else value
     return format_html(
-        '<time datetime="{}" title="{} UTC">{} UTC</time>',
+        '<time datetime="{}" title="{} UTC"{}>{} UTC</time>',
         utc.isoformat(),
         utc.strftime("%Y-%m-%d %H:%M:%S"),
+        mark_safe(" data-short") if short else "",
         utc.strftime("%Y-%m-%d %H:%M"),
     )
 

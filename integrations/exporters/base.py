@@ -51,6 +51,11 @@ class Unencodable(Exception):
     """This one trace cannot be represented in the destination's format; the message says why."""
 
 
+class NotYet(Exception):
+    """This one trace cannot be sent yet (its parent span has not arrived, and the destination needs
+    it first); delivery sends it later without spending an attempt. The message says why."""
+
+
 @dataclass(frozen=True, slots=True)
 class Encoded:
     """One trace in a destination's wire format, beside the record it came from."""
@@ -90,9 +95,18 @@ class Exporter:
     max_batch: ClassVar[int] = 100
     secret_fields: ClassVar[frozenset[str]] = frozenset()
 
+    # How long a trace that is `NotYet` waits before delivery tries it again.
+    wait_seconds: ClassVar[float] = 15.0
+
     def __init__(self, target: Target, client: httpx.Client) -> None:
         self.target = target
         self.client = client
+        # After `encode_batch`: index → reason for the traces that cannot be sent yet (`NotYet`).
+        self.waiting: dict[int, str] = {}
+
+    def prepare(self, traces: Sequence[TraceRecord]) -> None:
+        """Read what encoding these traces needs besides themselves (a span's ancestors), once per
+        batch, before `encode`. Nothing by default."""
 
     @classmethod
     def validate_config(cls, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -111,15 +125,21 @@ class Exporter:
     def export(self, traces: Sequence[TraceRecord]) -> None:
         """Encode and send; here a trace that cannot be encoded fails the whole call (delivery uses
         `encode_batch` to set such traces aside instead)."""
+        self.prepare(traces)
         self.export_encoded([Encoded(record, self.encode(record)) for record in traces])
 
     def encode_batch(self, traces: Sequence[TraceRecord]) -> tuple[list[Encoded], dict[int, str]]:
-        """Encode each trace on its own: the encoded ones, and index → reason for those refused."""
+        """Encode each trace on its own: the encoded ones, and index → reason for those refused
+        (those that cannot be sent yet are in ``self.waiting``, neither encoded nor refused)."""
         encoded: list[Encoded] = []
         refused: dict[int, str] = {}
+        self.waiting = {}
+        self.prepare(traces)
         for index, record in enumerate(traces):
             try:
                 encoded.append(Encoded(record, self.encode(record)))
+            except NotYet as exc:
+                self.waiting[index] = f"{self.destination} waits: {exc}"[:REASON_MAX]
             except Unencodable as exc:
                 refused[index] = f"{self.destination} cannot take this trace: {exc}"[:REASON_MAX]
             except Exception as exc:  # out-of-range values (OverflowError, ValueError) or an encoding bug

@@ -227,10 +227,18 @@ def request_parameters(value: Any) -> dict[str, Any]:
     return {k: value[k] for k in PARAMETER_KEYS if k in value and value[k] is not None}
 
 
+# A structural span's ``gen_ai.operation.name`` (GenAI semantic conventions): only agents and tools
+# have one; other kinds carry none.
+STRUCTURAL_OPERATIONS = {"agent": "invoke_agent", "tool": "execute_tool"}
+
+
 def operation_name(record: TraceRecord) -> str:
     """``gen_ai.operation.name``: embeddings for embedding models, text_completion for a bare
-    prompt, else chat (what nearly every traced call is)."""
-    if "embed" in record.model.lower():
+    prompt, else chat (what nearly every traced call is); ``invoke_agent`` and ``execute_tool`` for
+    agent and tool spans, "" for other structural spans."""
+    if not record.is_call:
+        return STRUCTURAL_OPERATIONS.get(record.kind, "")
+    if record.kind == "embedding" or "embed" in record.model.lower():
         return "embeddings"
     if isinstance(record.input, Mapping) and "prompt" in record.input and "messages" not in record.input:
         return "text_completion"
@@ -263,9 +271,10 @@ class Call:
     """A trace prepared for export: computed once, read by every format."""
 
     record: TraceRecord
-    otel_trace_id: bytes
+    otel_trace_id: bytes  # the run's: every span of a run shares it
     otel_span_id: bytes
-    run_id: UUID
+    otel_parent_span_id: bytes  # b"" for a root
+    run_id: UUID  # this span's UUID (LangSmith run id, Helicone request id)
     start: datetime
     end: datetime
     operation: str
@@ -289,8 +298,9 @@ class Call:
         outputs = output_messages(record.output)
         return cls(
             record=record,
-            otel_trace_id=ids.otel_trace_id(record.team_id, record.trace_id),
+            otel_trace_id=ids.otel_trace_id(record.team_id, record.run),
             otel_span_id=ids.otel_span_id(record.team_id, record.trace_id),
+            otel_parent_span_id=ids.otel_span_id(record.team_id, record.parent_id) if record.parent_id else b"",
             run_id=ids.run_uuid(record.team_id, record.trace_id),
             start=start,
             end=end,
@@ -305,8 +315,15 @@ class Call:
         )
 
     @property
+    def is_call(self) -> bool:
+        return self.record.is_call
+
+    @property
     def name(self) -> str:
-        """The GenAI span name: ``{operation} {model}``."""
+        """A call's GenAI span name, ``{operation} {model}``; a structural span's own name (its kind
+        when it has none)."""
+        if not self.record.is_call:
+            return self.record.name or self.record.kind
         return f"{self.operation} {self.record.model}"
 
     @property

@@ -1,5 +1,7 @@
 """Datadog LLM Observability: the span intake ``POST https://api.<site>/api/intake/llm-obs/v1/trace/spans``
-with ``DD-API-KEY``. One ``llm`` span per trace (a root: ``parent_id: "undefined"``), model and
+with ``DD-API-KEY``. One span per trace, of its Datadog kind (``llm``, ``embedding``, ``agent``, ``tool``,
+``retrieval``, ``workflow`` for chains and workflows, ``task`` for the rest); a run's spans share one
+``trace_id`` and each names its parent's ``span_id`` in ``parent_id`` (``"undefined"`` for the root). Model and
 provider in ``meta``, tokens in ``metrics`` (Datadog estimates cost itself; ours goes in
 metadata), user/env/service/tags as span tags, session as ``session_id``.
 
@@ -53,9 +55,40 @@ def _tag(key: str, value: str) -> str:
     return f"{key}:{value}".replace(",", "_")
 
 
-def span_for(call: Call) -> dict[str, Any]:
+# Our span kinds → Datadog LLM Observability span kinds (llm, agent, tool, task, workflow, retrieval,
+# embedding): a chain is a workflow, anything else a task.
+SPAN_KINDS = {
+    "llm": "llm",
+    "embedding": "embedding",
+    "agent": "agent",
+    "tool": "tool",
+    "retrieval": "retrieval",
+    "chain": "workflow",
+    "workflow": "workflow",
+    "guardrail": "task",
+    "event": "task",
+    "other": "task",
+}
+
+
+def _value(value: Any) -> dict[str, str]:
+    return {"value": "" if value is None else value if isinstance(value, str) else to_json(value)}
+
+
+def _meta(call: Call) -> dict[str, Any]:
     r = call.record
-    meta: dict[str, Any] = {
+    if not call.is_call:  # agent, tool, task …: input and output as values, no model
+        return {
+            "kind": SPAN_KINDS.get(r.kind, "task"),
+            "input": _value(r.input),
+            "output": _value(r.output),
+            "metadata": {
+                **{k: _metadata_value(v) for k, v in call.metadata.items()},
+                "tracerelay_trace_id": r.trace_id,
+                "tracerelay_kind": r.kind,
+            },
+        }
+    return {
         "kind": "embedding" if call.operation == "embeddings" else "llm",
         "model_name": r.model,
         "model_provider": r.provider or "custom",
@@ -69,6 +102,11 @@ def span_for(call: Call) -> dict[str, Any]:
             "tracerelay_trace_id": r.trace_id,
         },
     }
+
+
+def span_for(call: Call) -> dict[str, Any]:
+    r = call.record
+    meta = _meta(call)
     if call.cost is not None:
         meta["metadata"]["tracerelay_cost_usd"] = call.cost
     if r.is_error:
@@ -76,11 +114,13 @@ def span_for(call: Call) -> dict[str, Any]:
     if len(to_json(meta["input"])) + len(to_json(meta["output"])) > EVENT_IO_LIMIT:
         meta["input"] = {"value": DROPPED_IO}
         meta["output"] = {"value": DROPPED_IO}
-    metrics: dict[str, Any] = {
-        "input_tokens": r.prompt_tokens,
-        "output_tokens": r.completion_tokens,
-        "total_tokens": r.total_tokens,
-    }
+    metrics: dict[str, Any] = {}
+    if call.is_call:
+        metrics = {
+            "input_tokens": r.prompt_tokens,
+            "output_tokens": r.completion_tokens,
+            "total_tokens": r.total_tokens,
+        }
     if r.time_to_first_token_ms is not None:
         metrics["time_to_first_token"] = r.time_to_first_token_ms / 1000
     tags = [_tag("source", "tracerelay")]
@@ -95,7 +135,8 @@ def span_for(call: Call) -> dict[str, Any]:
         "name": call.name,
         "span_id": str(int.from_bytes(call.otel_span_id, "big")),
         "trace_id": call.otel_trace_id.hex(),
-        "parent_id": "undefined",
+        # A root's parent is the literal "undefined"; a child names its parent's span id.
+        "parent_id": str(int.from_bytes(call.otel_parent_span_id, "big")) if call.otel_parent_span_id else "undefined",
         "start_ns": since_1970_ns(call.start, "Datadog"),
         "duration": max(0, call.end_ns() - call.start_ns()),
         "status": "error" if r.is_error else "ok",

@@ -45,10 +45,15 @@ def log_for(call: Call) -> dict[str, Any]:
     meta: dict[str, str] = {"Helicone-Request-Id": str(call.run_id)}
     if r.user_id:
         meta["Helicone-User-Id"] = _header_value(r.user_id)
-    if r.session_id:
-        meta["Helicone-Session-Id"] = _header_value(r.session_id)
+    in_run = r.run != r.trace_id or bool(r.parent_id)
+    if r.session_id or in_run:
+        # A call of a run without a session of its own is grouped by its run: Helicone's sessions
+        # are its only grouping of logs.
+        meta["Helicone-Session-Id"] = _header_value(r.session_id or r.run)
         meta["Helicone-Session-Path"] = "/"
         meta["Helicone-Session-Name"] = _header_value(r.service_name or "tracerelay")
+    if in_run:
+        meta[property_header("Tracerelay-Run-Id")] = _header_value(r.run)
     if call.tags:
         meta[property_header("Tags")] = _header_value(",".join(call.tags))
     if r.environment:
@@ -119,11 +124,17 @@ class HeliconeExporter(HttpExporter):
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.config['apiKey']}"}
 
-    def encode(self, record: TraceRecord) -> bytes:
+    def encode(self, record: TraceRecord) -> bytes | None:
+        """A call's log; None for a structural span (Helicone logs LLM requests only: such a span,
+        sent here because its run's calls are, is delivered with nothing to send)."""
+        if not record.is_call:
+            return None
         return to_json(log_for(Call.of(record, self.target))).encode()
 
     def export_encoded(self, batch: Sequence[Encoded]) -> None:
         for encoded in batch:
+            if encoded.item is None:
+                continue
             response = self.send(
                 "POST",
                 f"{self.config['endpoint']}/custom/v1/log",

@@ -1,7 +1,9 @@
 """Langfuse: its OTLP endpoint ``{host}/api/public/otel/v1/traces`` (the legacy batch ingestion
 API is deprecated and gone from Langfuse v4), Basic auth with the project's key pair, and the
 ``langfuse.*`` attributes Langfuse maps first (generation type, model, usage and cost details,
-level, trace tags/metadata/input/output, environment)."""
+level, trace tags/metadata/input/output, environment). A run is one Langfuse trace: every span
+shares its OTLP trace id and names its parent, which Langfuse reads as ``parentObservationId``;
+agents, tools, retrievals and chains become observations of those types."""
 
 from __future__ import annotations
 
@@ -27,36 +29,64 @@ def _scalar(value: Any) -> Any:
     return value if isinstance(value, (str, bool, int, float)) else to_json(value)
 
 
+# Our span kinds → Langfuse observation types (its documented list: span, generation, event, agent,
+# tool, chain, retriever, evaluator, embedding, guardrail).
+OBSERVATION_TYPES = {
+    "llm": "generation",
+    "embedding": "embedding",
+    "agent": "agent",
+    "tool": "tool",
+    "retrieval": "retriever",
+    "chain": "chain",
+    "workflow": "chain",
+    "guardrail": "guardrail",
+    "event": "event",
+    "other": "span",
+}
+
+
 def langfuse_attributes(call: Call) -> dict[str, Any]:
+    """A span as a Langfuse observation: its type, and for a call the model, usage and cost. The
+    observation hangs under its parent (Langfuse reads ``parentObservationId`` from the OTLP parent
+    span id) in the run's one trace; the root span names the trace and gives it its input/output."""
     r = call.record
+    root = not r.parent_id
+    kind = "embedding" if call.is_call and call.operation == "embeddings" else r.kind
     attrs: dict[str, Any] = {
-        "langfuse.observation.type": "embedding" if call.operation == "embeddings" else "generation",
-        "langfuse.observation.model.name": r.model,
-        "langfuse.observation.usage_details": to_json(
-            {"input": r.prompt_tokens, "output": r.completion_tokens, "total": r.total_tokens}
-        ),
+        "langfuse.observation.type": OBSERVATION_TYPES.get(kind, "span"),
         "langfuse.observation.level": "ERROR" if r.is_error else "DEFAULT",
-        "langfuse.trace.name": r.service_name or call.name,
     }
-    if call.parameters:
-        attrs["langfuse.observation.model.parameters"] = to_json(call.parameters)
-    if call.cost is not None:
-        attrs["langfuse.observation.cost_details"] = to_json({"total": call.cost})
+    if call.is_call:
+        attrs["langfuse.observation.model.name"] = r.model
+        attrs["langfuse.observation.usage_details"] = to_json(
+            {"input": r.prompt_tokens, "output": r.completion_tokens, "total": r.total_tokens}
+        )
+        if call.parameters:
+            attrs["langfuse.observation.model.parameters"] = to_json(call.parameters)
+        if call.cost is not None:
+            attrs["langfuse.observation.cost_details"] = to_json({"total": call.cost})
+        if call.first_token_at is not None:
+            # JSON-encoded like the Langfuse SDK sends it.
+            attrs["langfuse.observation.completion_start_time"] = to_json(iso(call.first_token_at))
+    if root:
+        attrs["langfuse.trace.name"] = (r.service_name or call.name) if call.is_call else call.name
     if r.is_error:
         attrs["langfuse.observation.status_message"] = f"{call.error_type}: {call.error_message}"
     if r.input is not None:
-        attrs["langfuse.observation.input"] = attrs["langfuse.trace.input"] = to_json(r.input)
+        attrs["langfuse.observation.input"] = to_json(r.input)
+        if root:
+            attrs["langfuse.trace.input"] = attrs["langfuse.observation.input"]
     if r.output is not None:
-        attrs["langfuse.observation.output"] = attrs["langfuse.trace.output"] = to_json(r.output)
-    if call.first_token_at is not None:
-        # JSON-encoded like the Langfuse SDK sends it.
-        attrs["langfuse.observation.completion_start_time"] = to_json(iso(call.first_token_at))
+        attrs["langfuse.observation.output"] = to_json(r.output)
+        if root:
+            attrs["langfuse.trace.output"] = attrs["langfuse.observation.output"]
     if call.tags:
         attrs["langfuse.trace.tags"] = list(call.tags)
     for key, value in call.metadata.items():
         attrs[f"langfuse.trace.metadata.{key}"] = _scalar(value)
     attrs["langfuse.observation.metadata.tracerelay_trace_id"] = r.trace_id
-    attrs["langfuse.observation.metadata.provider"] = r.provider
+    if call.is_call:
+        attrs["langfuse.observation.metadata.provider"] = r.provider
     if r.unpriced:
         attrs["langfuse.observation.metadata.unpriced"] = True
     env = langfuse_environment(r.environment)

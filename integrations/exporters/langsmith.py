@@ -5,31 +5,99 @@ Why the runs API and not LangSmith's OTLP endpoint: a run id is the documented i
 UUIDv5 run ids make retries and replays exactly-once; and runs carry LangSmith's first-class
 fields — ``usage_metadata`` with costs, ``ls_provider`` / ``ls_model_name`` for its own cost
 lookup, ``session_name`` for the project, tags, error — without depending on how its OTLP
-translator reads GenAI attributes. Each trace is one root ``llm`` run (``trace_id == id``).
+translator reads GenAI attributes.
+
+A run is one LangSmith trace: every span is a run with its own UUIDv5 id, the root's id as
+``trace_id``, ``parent_run_id``, and ``dotted_order`` made of its ancestors' segments (their start
+times and ids, read from the database), root first. A span whose ancestors have not all arrived
+waits (`NotYet`, no attempt spent) and gives up after an hour; a trace sent without a run is one
+root run (``trace_id == id``), as before. Agents and chains are ``chain`` runs, tools ``tool``,
+retrievals ``retriever``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
+from uuid import UUID
 
+from traces.lineage import Ancestor, ancestors
 from traces.records import TraceRecord
 
-from .base import CheckResult, Encoded
+from . import ids
+from .base import CheckResult, Encoded, NotYet, Unencodable
 from .calls import Call, iso, to_json
 from .configs import Field
 from .transport import HttpExporter, error_for_response
 
+# Our span kinds → LangSmith run types (llm, chain, tool, retriever, embedding, prompt, parser).
+RUN_TYPES = {
+    "llm": "llm",
+    "embedding": "embedding",
+    "tool": "tool",
+    "retrieval": "retriever",
+}
+# How long a span waits for its parent to arrive before it gives up (LangSmith needs every
+# ancestor's start time and id in `dotted_order`); replay it once the parent is stored.
+PARENT_WAIT = timedelta(hours=1)
 
-def dotted_order(call: Call) -> str:
-    """``<YYYYMMDDTHHMMSSffffffZ><run id>``: a root run's single segment."""
-    s = call.start.astimezone(UTC)  # not strftime: its %Y drops a year's leading zeros on Linux
+
+def segment(start: datetime, run_id: UUID) -> str:
+    """One ``dotted_order`` segment: ``<YYYYMMDDTHHMMSSffffffZ><run id>``."""
+    s = (start if start.tzinfo else start.replace(tzinfo=UTC)).astimezone(
+        UTC
+    )  # not strftime: its %Y drops a year's leading zeros on Linux
     stamp = f"{s.year:04d}{s.month:02d}{s.day:02d}T{s.hour:02d}{s.minute:02d}{s.second:02d}{s.microsecond:06d}Z"
-    return stamp + str(call.run_id)
+    return stamp + str(run_id)
 
 
-def run_for(call: Call, project: str) -> dict[str, Any]:
+def dotted_order(call: Call, lineage: Sequence[Ancestor] = ()) -> str:
+    """The segments of the run's ancestors, root first, then its own, joined by ``.``."""
+    team = call.record.team_id
+    parts = [segment(a.timestamp, ids.run_uuid(team, a.trace_id)) for a in lineage]
+    return ".".join([*parts, segment(call.start, call.run_id)])
+
+
+def _structural_run(call: Call) -> dict[str, Any]:
+    """An agent, chain, tool … as a LangSmith run (no model, no usage)."""
+    r = call.record
+    metadata: dict[str, Any] = {**call.metadata, "tracerelay_trace_id": r.trace_id, "tracerelay_kind": r.kind}
+    for key in ("user_id", "session_id", "environment", "service_name"):
+        if getattr(r, key):
+            metadata[key] = getattr(r, key)
+    return {
+        "name": call.name,
+        "run_type": RUN_TYPES.get(r.kind, "chain"),
+        "inputs": r.input if isinstance(r.input, dict) else ({} if r.input is None else {"input": r.input}),
+        "outputs": r.output if isinstance(r.output, dict) else (None if r.output is None else {"output": r.output}),
+        "extra": {"metadata": metadata},
+    }
+
+
+def run_for(call: Call, project: str, lineage: Sequence[Ancestor] = ()) -> dict[str, Any]:
+    """A span as a LangSmith run: its own UUIDv5 id, the run's ``trace_id`` (the root's id),
+    ``parent_run_id`` and ``dotted_order`` from ``lineage`` (its ancestors, root first)."""
+    r = call.record
+    team = r.team_id
+    tree: dict[str, Any] = {
+        "id": str(call.run_id),
+        "trace_id": str(ids.run_uuid(team, lineage[0].trace_id)) if lineage else str(call.run_id),
+        "dotted_order": dotted_order(call, lineage),
+        "session_name": project,
+        "start_time": iso(call.start),
+        "end_time": iso(call.end),
+        "tags": list(call.tags),
+        "error": f"{call.error_type}: {call.error_message}" if r.is_error else None,
+    }
+    if r.parent_id:
+        tree["parent_run_id"] = str(ids.run_uuid(team, r.parent_id))
+    if not call.is_call:
+        return {**tree, **_structural_run(call)}
+    return {**tree, **_call_run(call)}
+
+
+def _call_run(call: Call) -> dict[str, Any]:
     r = call.record
     usage: dict[str, Any] = {
         "input_tokens": r.prompt_tokens,
@@ -68,19 +136,11 @@ def run_for(call: Call, project: str) -> dict[str, Any]:
     if r.unpriced:
         metadata["unpriced"] = True
     run: dict[str, Any] = {
-        "id": str(call.run_id),
-        "trace_id": str(call.run_id),
-        "dotted_order": dotted_order(call),
         "name": call.name,
         "run_type": "llm" if call.operation != "embeddings" else "embedding",
-        "session_name": project,
-        "start_time": iso(call.start),
-        "end_time": iso(call.end),
         "inputs": {"messages": [m.as_openai() for m in call.inputs], **call.parameters},
         "outputs": outputs,
         "extra": {"metadata": metadata, "invocation_params": {"model": r.model, **call.parameters}},
-        "tags": list(call.tags),
-        "error": f"{call.error_type}: {call.error_message}" if r.is_error else None,
     }
     if call.first_token_at is not None:
         run["events"] = [{"name": "new_token", "time": iso(call.first_token_at)}]
@@ -110,8 +170,29 @@ class LangsmithExporter(HttpExporter):
             headers["X-Tenant-Id"] = str(self.config["tenantId"])
         return headers
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lineage: dict[str, tuple[Ancestor, ...] | None] = {}
+
+    def prepare(self, traces: Sequence[TraceRecord]) -> None:
+        """Each span's ancestors, for its ``dotted_order`` (spans without a parent need none)."""
+        with_parents = [t for t in traces if t.parent_id]
+        self.lineage = ancestors(with_parents[0].team_id, with_parents) if with_parents else {}
+
     def encode(self, record: TraceRecord) -> bytes:
-        return to_json(run_for(Call.of(record, self.target), str(self.config["projectId"]))).encode()
+        call = Call.of(record, self.target)
+        chain: tuple[Ancestor, ...] = ()
+        if record.parent_id:
+            found = self.lineage.get(record.trace_id)
+            if found is None:
+                if call.start < datetime.now(UTC) - PARENT_WAIT:
+                    raise Unencodable(
+                        f"an ancestor of this span (its parent {record.parent_id!r} or above) never arrived, and "
+                        "LangSmith needs every ancestor in dotted_order; replay it once the ancestors are stored"
+                    )
+                raise NotYet(f"its parent span {record.parent_id!r} (or an ancestor) has not arrived yet")
+            chain = found
+        return to_json(run_for(call, str(self.config["projectId"]), chain)).encode()
 
     def export_encoded(self, batch: Sequence[Encoded]) -> None:
         if not batch:

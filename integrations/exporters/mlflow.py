@@ -1,6 +1,7 @@
 """MLflow tracing server (≥ 3.6): OTLP/HTTP protobuf to ``{host}/v1/traces`` with the required
 ``x-mlflow-experiment-id`` header. MLflow translates the GenAI attributes itself (token usage,
-model, provider, request/response previews from ``gen_ai.input/output.messages``)."""
+model, provider, request/response previews from ``gen_ai.input/output.messages``). A run is one MLflow
+trace (the OTLP trace id; spans nest by parent span id), each span typed by ``mlflow.spanType``."""
 
 from __future__ import annotations
 
@@ -9,8 +10,37 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from .base import CheckResult, ConfigError
+from .calls import Call, to_json
 from .configs import Field
 from .otlp import OtlpExporter
+
+# Our span kinds → MLflow span types (`mlflow.entities.SpanType`).
+SPAN_TYPES = {
+    "llm": "LLM",
+    "embedding": "EMBEDDING",
+    "agent": "AGENT",
+    "tool": "TOOL",
+    "retrieval": "RETRIEVER",
+    "chain": "CHAIN",
+    "workflow": "CHAIN",
+    "guardrail": "UNKNOWN",
+    "event": "UNKNOWN",
+    "other": "UNKNOWN",
+}
+
+
+def mlflow_attributes(call: Call) -> dict[str, Any]:
+    """The span type MLflow draws (JSON-encoded, as MLflow stores its span attributes) and, for a
+    structural span, its inputs and outputs (a call's come from the GenAI messages)."""
+    r = call.record
+    kind = "embedding" if call.is_call and call.operation == "embeddings" else r.kind
+    attrs: dict[str, Any] = {"mlflow.spanType": to_json(SPAN_TYPES.get(kind, "UNKNOWN"))}
+    if not call.is_call:
+        if r.input is not None:
+            attrs["mlflow.spanInputs"] = to_json(r.input)
+        if r.output is not None:
+            attrs["mlflow.spanOutputs"] = to_json(r.output)
+    return attrs
 
 
 class MlflowExporter(OtlpExporter):
@@ -52,6 +82,9 @@ class MlflowExporter(OtlpExporter):
             pair = f"{self.config['username']}:{self.config['password']}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
         return headers
+
+    def span_attributes(self, call: Call) -> dict[str, Any]:
+        return {**super().span_attributes(call), **mlflow_attributes(call)}
 
     def check(self) -> CheckResult:
         """Reads the experiment: proves the server, the credentials and the experiment id."""

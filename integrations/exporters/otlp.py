@@ -79,7 +79,7 @@ class OtlpExporter(HttpExporter):
         body = request.SerializeToString()
         headers = {"Content-Type": PROTOBUF, **self.headers()}
         if self.config.get("compression", "gzip") == "gzip":
-            body = gzip.compress(body, compresslevel=GZIP_LEVEL)
+            body = gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)  # byte-identical re-sends
             headers["Content-Encoding"] = "gzip"
         return self.send("POST", self.traces_url(), content=body, headers=headers)
 

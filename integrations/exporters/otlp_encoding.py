@@ -1,7 +1,10 @@
 """The one OTLP encoder shared by the OpenTelemetry-family exporters (generic OTLP, Phoenix,
 MLflow, Langfuse, Weave).
 
-Each trace becomes one CLIENT span named ``{operation} {model}`` carrying the OpenTelemetry
+Every span of a run shares one trace id (derived from the team and the run id) and names its
+parent's span id, so a destination gets the run's tree. A call becomes a CLIENT span named
+``{operation} {model}``; a structural span an INTERNAL span named by its ``name`` (agents and tools
+with their GenAI ``invoke_agent`` / ``execute_tool`` attributes). A call carries the OpenTelemetry
 GenAI semantic conventions (``gen_ai.*``, the last in-repo version of the registry, with the
 deprecated ``gen_ai.system`` beside ``gen_ai.provider.name`` for older consumers) plus our own
 ``tracerelay.*`` attributes. A platform adds its own attributes through two hooks: resource
@@ -25,6 +28,7 @@ from .calls import Call, Message, genai_provider, since_1970_ns, to_json
 SCOPE_NAME = "tracerelay"
 SCOPE_VERSION = "1.0.0"
 SPAN_KIND_CLIENT = Span.SpanKind.SPAN_KIND_CLIENT
+SPAN_KIND_INTERNAL = Span.SpanKind.SPAN_KIND_INTERNAL
 FLAG_SAMPLED = 0x01
 
 Attributes = dict[str, Any]
@@ -159,12 +163,47 @@ def genai_attributes(call: Call) -> Attributes:
     return attrs
 
 
+def structural_attributes(call: Call) -> Attributes:
+    """A structural span's GenAI attributes: agents (``invoke_agent``, ``gen_ai.agent.name``) and tools
+    (``execute_tool``, ``gen_ai.tool.name``, the call's arguments and result); its input and output
+    as JSON for every kind."""
+    r = call.record
+    attrs: Attributes = {}
+    if call.operation:
+        attrs["gen_ai.operation.name"] = call.operation
+    if r.kind == "agent":
+        attrs["gen_ai.agent.name"] = r.name
+    elif r.kind == "tool":
+        attrs["gen_ai.tool.name"] = r.name
+        attrs["gen_ai.tool.type"] = "function"
+        if r.input is not None:
+            attrs["gen_ai.tool.call.arguments"] = to_json(r.input)
+        if r.output is not None:
+            attrs["gen_ai.tool.call.result"] = to_json(r.output)
+    if r.session_id:
+        attrs["gen_ai.conversation.id"] = r.session_id
+        attrs["session.id"] = r.session_id
+    if r.user_id:
+        attrs["user.id"] = r.user_id
+    if call.error_type:
+        attrs["error.type"] = call.error_type
+    if r.input is not None:
+        attrs["tracerelay.input"] = to_json(r.input)
+    if r.output is not None:
+        attrs["tracerelay.output"] = to_json(r.output)
+    return attrs
+
+
 def tracerelay_attributes(call: Call) -> Attributes:
-    """Our own attributes: the public trace id, cost (GenAI semconv has no cost key), tags,
-    metadata (after the integration's mapping, one attribute per key) and pricing flags."""
+    """Our own attributes: the public trace id, the span's place in its run, cost (GenAI semconv has
+    no cost key), tags, metadata (after the integration's mapping, one attribute per key) and
+    pricing flags."""
     r = call.record
     attrs: Attributes = {
         "tracerelay.trace_id": r.trace_id,
+        "tracerelay.run_id": r.run,
+        "tracerelay.kind": r.kind,
+        "tracerelay.parent_id": r.parent_id,
         "tracerelay.status": r.status,
         "tracerelay.usage.total_tokens": r.total_tokens,
         "tracerelay.latency_ms": r.latency_ms,
@@ -198,6 +237,8 @@ def default_resource_attributes(call: Call) -> Attributes:
 
 
 def default_span_attributes(call: Call) -> Attributes:
+    if not call.is_call:
+        return {**structural_attributes(call), **tracerelay_attributes(call)}
     return {**genai_attributes(call), **tracerelay_attributes(call)}
 
 
@@ -207,9 +248,11 @@ def build_span(call: Call, attributes: Attributes, span: Span | None = None) -> 
     span = span if span is not None else Span()
     span.trace_id = call.otel_trace_id
     span.span_id = call.otel_span_id
+    if call.otel_parent_span_id:
+        span.parent_span_id = call.otel_parent_span_id
     span.flags = FLAG_SAMPLED
     span.name = call.name
-    span.kind = SPAN_KIND_CLIENT
+    span.kind = SPAN_KIND_CLIENT if call.is_call else SPAN_KIND_INTERNAL
     span.start_time_unix_nano = since_1970_ns(call.start, "OTLP")
     span.end_time_unix_nano = since_1970_ns(call.end, "OTLP")
     add_attributes(span.attributes, attributes)

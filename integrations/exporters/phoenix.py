@@ -1,6 +1,7 @@
 """Arize Phoenix: OTLP/HTTP protobuf (Phoenix takes no other encoding) to ``{host}/v1/traces``,
 with OpenInference attributes (what Phoenix's UI reads) beside the GenAI ones. The project is
-the resource attribute ``openinference.project.name``."""
+the resource attribute ``openinference.project.name``. A run is one Phoenix trace (the OTLP trace
+id and parent span ids); agents, tools, retrievals and chains carry their OpenInference span kind."""
 
 from __future__ import annotations
 
@@ -53,7 +54,45 @@ def _io(value: Any) -> tuple[str, str]:
     return to_json(value), "application/json"
 
 
+# Our span kinds → OpenInference span kinds (what Phoenix draws the tree with).
+OPENINFERENCE_KINDS = {
+    "llm": "LLM",
+    "embedding": "EMBEDDING",
+    "agent": "AGENT",
+    "tool": "TOOL",
+    "retrieval": "RETRIEVER",
+    "chain": "CHAIN",
+    "workflow": "CHAIN",
+    "guardrail": "GUARDRAIL",
+    "event": "UNKNOWN",
+    "other": "UNKNOWN",
+}
+
+
+def structural_openinference(call: Call) -> dict[str, Any]:
+    """A structural span in OpenInference terms: its kind, input/output, and a tool's name."""
+    r = call.record
+    attrs: dict[str, Any] = {"openinference.span.kind": OPENINFERENCE_KINDS.get(r.kind, "UNKNOWN")}
+    if r.kind == "tool" and r.name:
+        attrs["tool.name"] = r.name
+    if r.input is not None:
+        attrs["input.value"], attrs["input.mime_type"] = _io(r.input)
+    if r.output is not None:
+        attrs["output.value"], attrs["output.mime_type"] = _io(r.output)
+    if r.session_id:
+        attrs["session.id"] = r.session_id
+    if r.user_id:
+        attrs["user.id"] = r.user_id
+    if call.metadata:
+        attrs["metadata"] = to_json(call.metadata)
+    if call.tags:
+        attrs["tag.tags"] = list(call.tags)
+    return attrs
+
+
 def openinference_attributes(call: Call) -> dict[str, Any]:
+    if not call.is_call:
+        return structural_openinference(call)
     r = call.record
     provider, system = OPENINFERENCE_PROVIDERS.get(r.provider.lower(), (r.provider.lower(), ""))
     attrs: dict[str, Any] = {

@@ -1,7 +1,8 @@
 """W&B Weave: OTLP/HTTP protobuf (Weave accepts nothing else) to ``{host}/otel/v1/traces``
 (Traces view) or ``{host}/agents/otel/v1/traces`` (Agents view), Basic auth ``api:<key>`` with
 the ``project_id: <entity>/<project>`` header; the same routing also as the resource attributes
-``wandb.entity`` / ``wandb.project``. Sessions become Weave threads (``wandb.thread_id``)."""
+``wandb.entity`` / ``wandb.project``. Sessions become Weave threads (``wandb.thread_id``). A run is one
+Weave trace: its spans share the OTLP trace id and nest as calls by parent span id."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from .base import CheckResult, ConfigError
 from .calls import Call, to_json
 from .configs import Field
 from .otlp import OtlpExporter
+from .phoenix import OPENINFERENCE_KINDS
 
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}"
 
@@ -70,9 +72,11 @@ class WeaveExporter(OtlpExporter):
     def span_attributes(self, call: Call) -> dict[str, Any]:
         r = call.record
         attrs = {**super().span_attributes(call), "wandb.display_name": call.name}
+        if not call.is_call:  # Weave reads OpenInference kinds for the calls it nests
+            attrs["openinference.span.kind"] = OPENINFERENCE_KINDS.get(r.kind, "UNKNOWN")
         if r.session_id:
             attrs["wandb.thread_id"] = r.session_id
-            attrs["wandb.is_turn"] = True
+            attrs["wandb.is_turn"] = not r.parent_id  # a thread's turn is a run's root
         if r.input is not None:
             attrs["input.value"] = to_json(r.input)
         if r.output is not None:

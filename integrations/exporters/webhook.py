@@ -58,6 +58,10 @@ def trace_payload(call: Call) -> dict[str, Any]:
     r = call.record
     return {
         "id": r.trace_id,
+        "run_id": r.run,
+        "parent_id": r.parent_id or None,
+        "kind": r.kind,
+        "name": r.name,
         "timestamp": iso(call.start),
         "end_time": iso(call.end),
         "model": r.model,

@@ -113,16 +113,33 @@ UNPREFIXED_REGIONS: tuple[str, ...] = ("ES", "IT", "PL", "PT", "MX", "BR", "CN")
 DATE_LIKE = re.compile(
     r"(?:19|20)\d\d[-./](?:0?[1-9]|1[0-2])[-./](?:0?[1-9]|[12]\d|3[01])|\d\d?[-./]\d\d?[-./](?:19|20)\d\d"
 )
-_NANP_SHAPE = re.compile(r"(?:\+?1[ .\-]?)?\(?[2-9]\d\d\)?[ .\-]?[2-9]\d\d[ .\-]\d{4}")
+# North American layouts: area code [2-9]XX (in parentheses or followed by a separator), any
+# exchange (Canadian and test numbers use 0 and 1 there too), the line after a separator.
+_NANP_SHAPE = re.compile(r"(?:\+?1[ .\-]?)?(?:\([2-9]\d\d\)[ .\-]?|[2-9]\d\d[ .\-])\d{3}[ .\-]\d{4}")
+# An area code in parentheses, after a country or trunk prefix or not: "8 (928) 775-74-47",
+# "(351) 925 807 302", "(0711) 123456".
+_PARENTHESIZED = re.compile(r"(?:\d{1,3}[ .\-]?)?\(\d{2,5}\)[ .\-]?\d[\d .\-]*\d")
 _GROUPED = re.compile(r"\(?\d{2,4}\)?(?:[ \-]\d{2,5}){2,4}")
+_TWO_GROUPS = re.compile(r"\(?\d{2,5}\)? \d{5,8}")  # 8-12 digits (a shorter first group, a longer second)
+_NANP_BARE = re.compile(r"1?[2-9]\d{9}")
+# A national number's first group is its area code, two to five digits with the trunk 0.
+_AREA_CODE_FIRST = re.compile(r"\(0\d{1,4}\) ?\d|0\d{1,4}[ .\-]\d")
+# A group of one digit first or last: "0-306-40615-2" is an ISBN, not a phone number.
+_ONE_DIGIT_END = re.compile(r"^\(?\d[ .\-]|[ .\-]\d$")
+# Words that call the bare number after them a phone number (lower case; "tel" covers telephone,
+# Telefon, teléfono, telefono, telefoon...).
+PHONE_WORDS: tuple[str, ...] = (
+    "phone", "tel", "mobil", "móvil", "movil", "cell", "fax", "sms", "whatsapp", "call", "contact",
+    "portable", "celular", "handy", "kontakt", "tlf", "numéro", "número", "numero", "nummer", "numer", "電話", "电话",
+    "手机", "携帯", "번호",
+)  # fmt: skip
 _NOT_DIGIT = re.compile(r"\D")
 
 
 def phone_valid(candidate: str) -> bool:
-    """An international number (``+`` or ``00``), or a national one written the way people do
-    (a trunk 0, a North American shape, or three or more groups) that libphonenumber's metadata
-    calls valid in one of the regions above. Bare runs of digits without any grouping are never
-    phones: they are ids, timestamps and amounts."""
+    """A phone number written the way people write one (`phone_digits_valid`). Bare runs of digits
+    without any grouping are never phones on their own: they are ids, timestamps and amounts (the
+    scanner accepts some after a word that calls them a phone number: `phone_context`)."""
     digits = _NOT_DIGIT.sub("", candidate)
     if not 7 <= len(digits) <= 15 or DATE_LIKE.match(candidate):
         return False
@@ -131,29 +148,105 @@ def phone_valid(candidate: str) -> bool:
 
 def phone_digits_valid(candidate: str, digits: str) -> bool:
     """`phone_valid` for a candidate the caller has already stripped to its ``digits`` (7 to 15 of
-    them) and found not to be a date (`scanner.classify_number`)."""
-    if candidate.startswith("+") or candidate.startswith("00"):
-        return _international(digits[2:] if candidate.startswith("00") else digits)
+    them) and found not to be a date (`scanner.classify_number`).
+
+    A redactor errs toward redacting what is shaped like a phone number, so the layout decides and
+    libphonenumber's metadata (which lags behind the ranges countries allocate and leaves out
+    unassigned and fictional ones) is asked only where the layout alone would take ids and amounts:
+
+    - international (``+`` or ``00``): a country code and a national number of a length possible
+      there; ``00`` needs a separator too (``0012345678`` is an id);
+    - North American layouts (``(545) 741-4436``, ``545.741.4436``, ``1-858-073-0215``): the shape
+      alone (an area code ``[2-9]XX``);
+    - an area code in parentheses and 8-13 digits (``8 (928) 775-74-47``, ``(351) 925 807 302``);
+    - a trunk ``0`` (``01632 960123``, ``(0711) 123456``): valid in a region of `NATIONAL_REGIONS`,
+      or 10-11 digits whose first group is an area code (two to five digits);
+    - three or more groups without a trunk ``0`` (Spain, Italy, Poland...): valid in a region of
+      `UNPREFIXED_REGIONS` (the same shape is a large amount written with spaces).
+
+    A national number never starts or ends with a group of one digit: ``0-306-40615-2`` is an ISBN."""
+    if candidate.startswith("+") or candidate.startswith("(+"):
+        return _international(digits, possible=True)
+    if candidate.startswith("00"):
+        return _international(digits[2:], possible=len(digits) != len(candidate))
     if len(digits) == len(candidate):
         return False
     if _NANP_SHAPE.fullmatch(candidate):
-        return _valid(1, digits[1:] if len(digits) == 11 else digits)
+        return True
+    if "(" in candidate and 8 <= len(digits) <= 13 and _PARENTHESIZED.fullmatch(candidate):
+        return True
+    if _ONE_DIGIT_END.search(candidate):
+        return False
     if digits[0] == "0":
-        return any(_valid_national(region, digits) for region in NATIONAL_REGIONS)
+        if any(_valid_national(region, digits) for region in NATIONAL_REGIONS):
+            return True
+        return 10 <= len(digits) <= 11 and digits[1] != "0" and _AREA_CODE_FIRST.match(candidate) is not None
     if 9 <= len(digits) <= 11 and _GROUPED.fullmatch(candidate):
         return any(_valid_national(region, digits) for region in UNPREFIXED_REGIONS)
     return False
 
 
-def _international(digits: str) -> bool:
-    # The country code is the first 1-3 digits that name one (no code is a prefix of another).
+def phone_context(before: str) -> bool:
+    """Whether the text just before a bare run of digits calls it a phone number ("phone:",
+    "Telefonnummer", "电话"...): then ``5457414436`` is one, not an id (`scanner`)."""
+    lowered = before.lower()
+    return any(word in lowered for word in PHONE_WORDS)
+
+
+def context_phone(candidate: str) -> bool:
+    """A number `phone_digits_valid` refused that is a phone number when the words before it say
+    so (`phone_context`): a bare North American number (``5457414436``, ``15457414436``), a bare
+    national one with its trunk ``0`` (``07700900123``) or valid without one in a region of
+    `UNPREFIXED_REGIONS` (``13340562241`` in China, ``3465807301`` in Italy), an international one
+    of 11-12 digits written without its ``+`` (``447700900123``), or 8-12 digits in two groups split by a space
+    (``545 7414436``, ``333 1234567``). Not three or more groups or dashes: after "phone" in a table
+    header, those are SSNs (``123-45-6789``), ZIP+4 codes and ISBNs."""
+    if candidate.isdigit():
+        length = len(candidate)
+        if not 9 <= length <= 12:  # 13 digits are an EAN barcode before they are a phone number
+            return False
+        if length <= 11:
+            if _NANP_BARE.fullmatch(candidate) is not None:
+                return True
+            if candidate[0] == "0" and candidate[1] != "0" and length >= 10:
+                return True
+            # Ten digits starting with 1 are a Unix time (2001-2033) before they are a Mexican number.
+            if (length != 10 or candidate[0] != "1") and any(
+                _valid_national(region, candidate) for region in UNPREFIXED_REGIONS
+            ):
+                return True
+        return length >= 11 and candidate[0] != "0" and _international(candidate, possible=True)
+    return candidate.count(" ") == 1 and _TWO_GROUPS.fullmatch(candidate) is not None
+
+
+def _international(digits: str, *, possible: bool) -> bool:
+    """A valid number after its country code (the first 1-3 digits that name one: no code is a
+    prefix of another), or with ``possible`` one of a length possible for that country."""
     for n in (1, 2, 3):
         code = int(digits[:n])
         if code in phonenumbers.COUNTRY_CODE_TO_REGION_CODE:
             national = digits[n:]
             # "+44 (0)20 7946 0958": the trunk 0 written after the country code.
-            return _valid(code, national) or (national[:1] == "0" and _valid(code, national[1:]))
+            if national[:1] == "0" and len(national) > 1:
+                trunkless = national[1:]
+                if _valid(code, national) or _valid(code, trunkless):
+                    return True
+                national = trunkless
+            elif _valid(code, national):
+                return True
+            return possible and national[:1] != "0" and len(national) in _possible_lengths(code)
     return False
+
+
+@functools.cache
+def _possible_lengths(code: int) -> frozenset[int]:
+    """The national number lengths libphonenumber calls possible for any region of ``code``."""
+    lengths: set[int] = set()
+    for region in phonenumbers.COUNTRY_CODE_TO_REGION_CODE.get(code, ()):
+        metadata = phonenumbers.PhoneMetadata.metadata_for_region_or_calling_code(code, region.upper())
+        if metadata is not None and metadata.general_desc is not None:
+            lengths.update(metadata.general_desc.possible_length or ())
+    return frozenset(lengths)
 
 
 def _valid_national(region: str, digits: str) -> bool:

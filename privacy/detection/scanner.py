@@ -23,6 +23,14 @@ _MAX_NUMBER_CHUNKS = 12
 _SHORTEST = 6  # "a@b.co"; every other kind is longer
 _PIECE = re.compile(r"[^ ]+")
 _PRIORITY = {kind: i for i, kind in enumerate(TIE_ORDER)}
+_EXTENSION_START = frozenset(" xXeE")
+_SLASHED_AFTER = _ALNUM | frozenset("_/")
+_CONTEXT = 32  # characters before a bare number searched for a word calling it a phone number
+# Tokens of these issuers are random, so they hold a digit; without one they are slugs or words
+# (and Google's and SendGrid's would not pass the prefilter, which has no word for them).
+_TYPESET = {0x00A0: " ", 0x202F: " ", 0x2009: " ", 0x2011: "-"}
+_NEEDS_A_DIGIT = ("sk-", "sk_", "rk_", "hf_", "glpat-", "npm_", "AIza", "SG.")
+_CLAUSE_ENDS = ";!?\n。"
 
 
 def _classify_number(candidate: str) -> str | None:
@@ -75,8 +83,17 @@ def _numbers(text: str, start: int, end: int, out: list[Finding]) -> None:
 
 
 def _free(text: str, start: int, end: int, before: frozenset[str], after: frozenset[str]) -> bool:
-    """No character of ``before`` just before the span and none of ``after`` just after it."""
-    return (start == 0 or text[start - 1] not in before) and (end == len(text) or text[end] not in after)
+    """No character of ``before`` just before the span (but for an escape) and none of ``after``
+    just after it."""
+    return (start == 0 or text[start - 1] not in before or _escaped(text, start)) and (
+        end == len(text) or text[end] not in after
+    )
+
+
+def _escaped(text: str, start: int) -> bool:
+    """The span follows an escaped newline, tab or carriage return (``\\n``: JSON text inside JSON,
+    log lines): the letter before it ends the escape, not a word the span would be part of."""
+    return start > 1 and text[start - 2] == "\\" and text[start - 1] in "ntr"
 
 
 def _emails(text: str, out: list[Finding]) -> None:
@@ -94,12 +111,17 @@ def _emails(text: str, out: list[Finding]) -> None:
 
 
 def _secrets(text: str, out: list[Finding]) -> None:
-    if p.SECRET_HINT.search(text) is not None:
+    if (
+        p.SECRET_HINT.search(text) is not None
+        or ("_" in text and p.UNDERSCORE_HINT.search(text) is not None)
+        or "SG." in text
+    ):
         for match in p.SECRET.finditer(text):
             token = match.group()
-            # An "sk-" key is random, so it has digits; "sk-this-is-a-long-slug-of-words" is not a key.
+            # An "sk-" key is random, so it has digits; "sk-this-is-a-long-slug-of-words" is not a key
+            # (nor "sk_test_placeholder_for_the_docs", "hf_the_model_card_of_this_repository").
             # The other prefixes are specific enough (an AWS key id may well be all letters).
-            if not token.startswith("sk-") or any(ch in _DIGITS for ch in token):
+            if not token.startswith(_NEEDS_A_DIGIT) or any(ch in _DIGITS for ch in token):
                 out.append(Finding(match.start(), match.end(), SECRET))
     if "PRIVATE KEY-----" in text:
         out.extend(Finding(m.start(), m.end(), SECRET) for m in p.PEM.finditer(text))
@@ -113,10 +135,19 @@ def _ipv6(text: str, out: list[Finding]) -> None:
         start, end = match.span()
         before = text[start - 1] if start else ""
         # "IP:2001:db8::1" is an address after a label; "ID:abcd:..." first matches from the "D".
-        if before in _ALNUM or before == "." or (before == ":" and match.group()[0] == ":"):
+        if (
+            (before in _ALNUM and not _escaped(text, start))
+            or before == "."
+            or (before == ":" and match.group()[0] == ":")
+        ):
             pos = start + 1
             continue
-        if _free(text, start, end, frozenset(), _IPV6_AFTER) and checks.ipv6_valid(match.group()):
+        candidate = match.group()
+        # A ":" after all eight groups written out ends the address: "fe80:0:…:1: timeout".
+        free = end == len(text) or text[end] not in _IPV6_AFTER
+        if not free and text[end] == ":" and candidate.count(":") == 7 and "::" not in candidate:
+            free = True
+        if free and checks.ipv6_valid(candidate):
             out.append(Finding(start, end, IP_ADDRESS))
         pos = end
 
@@ -131,15 +162,73 @@ def _numbers_and_addresses(text: str, out: list[Finding]) -> None:
                 out.append(Finding(start, end, IBAN))
     if text.count(":") >= 2:
         _ipv6(text, out)
+    if "/" in text:
+        _slashed_phones(text, out)
+    length = len(text)
     for match in p.NUMBER.finditer(text):
         start, end = match.span()
-        if not p.NUMBER_START.match(text, start) or not _free(text, start, end, _NUMBER_BEFORE, _NUMBER_AFTER):
+        if not p.NUMBER_START.match(text, start):
             continue
+        if start:
+            before = text[start - 1]
+            if before in _NUMBER_BEFORE and not _escaped(text, start):
+                continue
+            if before == ":" and start > 1 and text[start - 2] in _DIGIT_SET:
+                continue  # the seconds of a time: "12:30:08.188841"
         # The digits of an IBAN-shaped string, valid or not, are its account number, not a phone.
-        if any(lo <= start < hi for lo, hi in iban_shaped):
+        # (The IBAN-shaped spans are disjoint and in text order: one bisection, not a pass over all.)
+        if iban_shaped:
+            i = bisect.bisect_right(iban_shaped, (start, len(text) + 1)) - 1
+            if i >= 0 and start < iban_shaped[i][1]:
+                continue
+        if start and text[start] == "+" and text[start - 1] == "(":
+            start -= 1  # "(+44) 20 7946 0958": the parenthesis opens the number
+        after = text[end] if end < length else ""
+        glued = after in _NUMBER_AFTER
+        if glued and after not in "xX":
             continue
+        if after == "-" and end + 1 < length and text[end + 1] in _ALNUM:
+            continue  # a part of a longer token: the "-X" of an ISBN, "123-456-AB"
+        found = len(out)
         # "1.3.6.1.4.1" (an OID) is one run and no address; "10.0.0.1." ending a sentence is one.
         _numbers(text, start, end, out)
+        if len(out) == found:
+            # A bare number or two groups (`checks.context_phone`): never a dash or a dot.
+            if not glued and text.find("-", start, end) < 0 and _context_phone(text, start, end):
+                out.append(Finding(start, end, PHONE))
+            continue
+        last = out[-1]
+        if last.kind == PHONE and last.end == end and after in _EXTENSION_START:
+            # "545-741-4436x123", "(545) 741-4436 ext. 12": the extension is part of the number.
+            extension = p.PHONE_EXTENSION.match(text, end)
+            if extension is not None:
+                out[-1] = Finding(last.start, extension.end(), PHONE)
+                continue
+        if glued:
+            del out[found:]  # glued to letters, and not a phone number with its extension
+
+
+def _context_phone(text: str, start: int, end: int) -> bool:
+    """A number a word just before calls a phone number: "phone: 5457414436", "Tel. 333 1234567"
+    (`checks.context_phone` for the shapes, `checks.phone_context` for the words)."""
+    if not checks.context_phone(text[start:end]):
+        return False
+    before = text[max(0, start - _CONTEXT) : start]
+    # Only words after the last number before it: in "call me at +1 415 555 0132, order 9741337041"
+    # "call" is about the first number, not the order number.
+    # Nor across the end of a clause: "phone field empty; id 9741337041".
+    cut = max(max(before.rfind(d) for d in _DIGITS), max(before.rfind(c) for c in _CLAUSE_ENDS))
+    return checks.phone_context(before[cut + 1 :])
+
+
+def _slashed_phones(text: str, out: list[Finding]) -> None:
+    """German-style national numbers with a slash after the area code: "030/12345678"."""
+    for match in p.SLASHED_PHONE.finditer(text):
+        start, end = match.span()
+        if _free(text, start, end, _NUMBER_BEFORE, _SLASHED_AFTER):
+            digits = match.group().translate(_SEPARATORS).replace("/", "")
+            if 7 <= len(digits) <= 13:
+                out.append(Finding(start, end, PHONE))
 
 
 def may_hold_pii(text: str) -> bool:
@@ -172,6 +261,11 @@ def builtin_findings(text: str) -> list[Finding]:
     out: list[Finding] = []
     if len(text) < _SHORTEST or lower_case_word(text) or not may_hold_pii(text):
         return out
+    if "\u00a0" in text or "\u202f" in text or "\u2009" in text or "\u2011" in text:
+        # No-break, narrow no-break and thin spaces group digits in typeset text ("06 12 34 56 78"),
+        # a no-break hyphen joins them: read as a space and a hyphen, one character for one, so
+        # the offsets are the text's.
+        text = text.translate(_TYPESET)
     if "@" in text:
         _emails(text, out)
     _secrets(text, out)

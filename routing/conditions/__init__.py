@@ -26,6 +26,9 @@ from typing import Any
 from .base import (
     ALWAYS,
     BOOLEAN_VARIABLES,
+    COST_REASONS,
+    KINDS,
+    NO_COST_REASON,
     NUMERIC_VARIABLES,
     STATUSES,
     STRING_VARIABLES,
@@ -55,6 +58,9 @@ from .objects import OBJECT_KEYS, ObjectCondition, compile_object, json_equal
 __all__ = [
     "ALWAYS",
     "BOOLEAN_VARIABLES",
+    "COST_REASONS",
+    "KINDS",
+    "NO_COST_REASON",
     "FUNCTIONS",
     "MAX_COMPREHENSION_DEPTH",
     "MAX_EVALUATION_SECONDS",

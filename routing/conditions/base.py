@@ -22,12 +22,25 @@ NUMERIC_VARIABLES = frozenset(
 )
 STRING_VARIABLES = frozenset(
     {"model", "provider", "status", "environment", "error_type", "error_message", "service_name", "session_id"}
-    | {"user_id", "source", "id"}
+    | {"user_id", "source", "id", "run_id", "parent_id", "kind", "name"}
 )
 BOOLEAN_VARIABLES = frozenset({"error", "unpriced", "usage_estimated"})
 # Why a condition on the cost of an unpriced trace does not match (both forms say the same).
 UNPRICED_REASON = "cost unknown: model unpriced"
+# … and on the cost of a span that is no call (an agent, a tool …): it has none, and is never "unpriced".
+NO_COST_REASON = "no cost: not an LLM or embedding call"
+COST_REASONS = frozenset({UNPRICED_REASON, NO_COST_REASON})
+
+
+def missing_cost_reason(values: Mapping[str, Any]) -> str:
+    """Why a condition on ``cost`` did not match a trace without one."""
+    kind = values.get("kind", "llm")
+    return UNPRICED_REASON if kind in ("llm", "embedding") else NO_COST_REASON
+
+
 STATUSES = ("success", "error", "rate_limited")
+# A span's kinds (`traces.models.Kind`): an object condition's `kind` must name one of them.
+KINDS = ("llm", "embedding", "agent", "tool", "retrieval", "chain", "workflow", "guardrail", "event", "other")
 
 
 class ConditionError(ValueError):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from traces.records import TraceRecord
 
-from .base import UNPRICED_REASON, VARIABLES, Bindings, Condition, ConditionError, cel_variables, to_cel
+from .base import VARIABLES, Bindings, Condition, ConditionError, cel_variables, missing_cost_reason, to_cel
 
 if TYPE_CHECKING:
     import cel
@@ -46,7 +46,7 @@ class CelCondition(Condition):
                 result = self.program.execute(cel_variables(ctx, self._names))
         except Exception as exc:  # the interpreter raises KeyError, TypeError, RuntimeError, ValueError …
             if "cost" in self.variables and _cost_unknown(ctx):
-                return False, UNPRICED_REASON
+                return False, missing_cost_reason(ctx.ctx if isinstance(ctx, Bindings) else ctx)
             return False, runtime_error_message(exc)
         if result is True:
             return True, None

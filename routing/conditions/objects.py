@@ -12,13 +12,14 @@ from typing import Any
 
 from .base import (
     BOOLEAN_VARIABLES,
+    KINDS,
     NUMERIC_VARIABLES,
     STATUSES,
     STRING_VARIABLES,
-    UNPRICED_REASON,
     Bindings,
     Condition,
     ConditionError,
+    missing_cost_reason,
 )
 
 _COMPARISON_RE = re.compile(r"^\s*(>=|<=|==|!=|>|<|=)?\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
@@ -53,7 +54,7 @@ class ObjectCondition(Condition):
         for test in self.tests:
             if not test(values):
                 if getattr(test, "key", None) == "cost" and values.get("cost") is None:
-                    return False, UNPRICED_REASON
+                    return False, missing_cost_reason(values)
                 return False, None
         return True, None
 
@@ -71,10 +72,11 @@ def _string_test(key: str, value: Any) -> Test:
     fold = key == "provider"  # providers are lowercase names
     exact = frozenset(v.lower() if fold else v for v in items if not v.endswith("*"))
     prefixes = tuple(v[:-1].lower() if fold else v[:-1] for v in items if v.endswith("*"))
-    if key == "status":
-        bad = [v for v in items if v not in STATUSES]
+    if key in ("status", "kind"):
+        allowed = STATUSES if key == "status" else KINDS
+        bad = [v for v in items if v not in allowed]
         if bad:
-            raise ConditionError(f"'status' is one of {', '.join(STATUSES)}; not '{bad[0]}'.", None, key)
+            raise ConditionError(f"'{key}' is one of {', '.join(allowed)}; not '{bad[0]}'.", None, key)
 
     def test(ctx: Mapping[str, Any]) -> bool:
         actual = ctx.get(key) or ""

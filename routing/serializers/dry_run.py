@@ -62,7 +62,9 @@ class RoutingTestResultSerializer(serializers.Serializer):
     sampled_out = RoutingTestDecisionSerializer(many=True)
     decisions = RoutingTestDecisionSerializer(many=True)
     matched_rules = serializers.ListField(child=serializers.CharField())
-    sample_point = serializers.FloatField(help_text="The trace's fixed number in [0, 1), from its id.")
+    sample_point = serializers.FloatField(
+        help_text="The trace's fixed number in [0, 1), from its run id (its own id when it has no run)."
+    )
     policy = SamplingDecisionSerializer()
     evaluations = RuleEvaluationSerializer(many=True)
     errors = ConditionErrorSerializer(  # type: ignore[assignment]  # a field named like Serializer.errors

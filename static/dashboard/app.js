@@ -6,14 +6,61 @@
   var format = new Intl.DateTimeFormat(undefined, {
     year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
   });
+  // <time data-short> (the feed): today's time with seconds, else the day and the time.
+  var formatToday = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  var formatDay = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
   function localizeTimes(root) {
+    var today = new Date().toDateString();
     root.querySelectorAll("time[datetime]:not([data-local])").forEach(function (el) {
       var when = new Date(el.getAttribute("datetime"));
       if (isNaN(when)) return;
-      el.textContent = format.format(when);
+      if (el.hasAttribute("data-short")) {
+        el.textContent = (when.toDateString() === today ? formatToday : formatDay).format(when);
+      } else {
+        el.textContent = format.format(when);
+      }
       el.setAttribute("data-local", "");
     });
   }
+
+  // A "+N" chip (the feed) shows its popover of every chip on hover and on focus, under the button;
+  // a click pins it open (Escape or a click elsewhere closes it). Without this script the button's
+  // popovertarget opens it on a click.
+  var pinned = null;
+  function popoverOf(button) { return document.getElementById(button.getAttribute("popovertarget")); }
+  function showChips(button) {
+    var pop = popoverOf(button);
+    if (!pop || !pop.showPopover) return;
+    if (!pop.matches(":popover-open")) pop.showPopover();
+    var box = button.getBoundingClientRect();
+    pop.classList.add("is-placed");
+    var left = Math.max(8, Math.min(box.left, window.innerWidth - pop.offsetWidth - 8));
+    var top = box.bottom + 4;
+    if (top + pop.offsetHeight > window.innerHeight - 8) top = Math.max(8, box.top - pop.offsetHeight - 4);
+    pop.style.left = left + "px";
+    pop.style.top = top + "px";
+  }
+  function hideChips(button) {
+    var pop = popoverOf(button);
+    if (pop && pop !== pinned && pop.matches(":popover-open")) pop.hidePopover();
+  }
+  document.addEventListener("mouseover", function (event) {
+    var button = event.target.closest && event.target.closest(".chip-more");
+    if (button) showChips(button);
+  });
+  document.addEventListener("mouseout", function (event) {
+    var button = event.target.closest && event.target.closest(".chip-more");
+    if (button && !button.contains(event.relatedTarget)) hideChips(button);
+  });
+  document.addEventListener("focusin", function (event) {
+    if (event.target.matches && event.target.matches(".chip-more")) showChips(event.target);
+  });
+  document.addEventListener("focusout", function (event) {
+    if (event.target.matches && event.target.matches(".chip-more")) hideChips(event.target);
+  });
+  document.addEventListener("toggle", function (event) {
+    if (event.target === pinned && event.newState === "closed") pinned = null;
+  }, true);
 
   // <button data-copy="element-id">: copy that element's text, say so on the button.
   function copyText(text) {
@@ -25,6 +72,13 @@
     return Promise.resolve();
   }
   document.addEventListener("click", function (event) {
+    var more = event.target.closest(".chip-more");
+    if (more) {
+      event.preventDefault();  // the popover is ours to open: a click pins it, a second one closes it
+      var pop = popoverOf(more);
+      if (pop && pinned === pop) { pinned = null; pop.hidePopover(); } else if (pop) { showChips(more); pinned = pop; }
+      return;
+    }
     var button = event.target.closest("[data-copy]");
     if (button) {
       var source = document.getElementById(button.getAttribute("data-copy"));

@@ -10,7 +10,7 @@ from django.utils import timezone
 from analytics import rollups
 from analytics.models import DayRollup, HourRollup, MinuteRollup, Retention
 from analytics.retention import retention_enforce
-from delivery.models import Delivery
+from delivery.models import Delivery, RunRoute
 from traces.models import Trace
 
 from ..factories import TraceFactory
@@ -37,6 +37,15 @@ def test_it_deletes_only_traces_older_than_the_teams_retention(team, other_team,
     assert set(Trace.objects.values_list("pk", flat=True)) == {kept.pk, other_kept.pk}
     assert list(Delivery.objects.values_list("trace_id", flat=True)) == [kept.pk]
     assert not Trace.objects.filter(pk__in=[old.pk, other_old.pk]).exists()
+
+
+def test_it_deletes_the_destinations_of_runs_nothing_was_stored_in_since(team, settings):
+    settings.TRACERELAY_RETENTION_TRACE_DAYS = 30
+    now = timezone.now()
+    RunRoute.objects.create(team=team, run_id="old", destinations={"hook": {}}, updated_at=now - timedelta(days=31))
+    RunRoute.objects.create(team=team, run_id="live", destinations={"hook": {}}, updated_at=now - timedelta(days=29))
+    retention_enforce()
+    assert list(RunRoute.objects.values_list("run_id", flat=True)) == ["live"]
 
 
 def test_it_deletes_old_rollups_and_keeps_the_rest(team, settings):

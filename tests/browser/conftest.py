@@ -171,6 +171,7 @@ def shoot() -> Callable[[Any, str], None]:
         size = page.viewport_size
         for width, height in (WIDE, NARROW):
             page.set_viewport_size({"width": width, "height": height})
+            page.evaluate("window.scrollTo(0, 0)")  # the side bar is fixed: drawn where the page is scrolled to
             page.screenshot(path=str(SCREENSHOTS / f"{name}-{width}.png"), full_page=True, animations="disabled")
             # Usable at this width: nothing makes the page scroll sideways (wide tables scroll in their box).
             wider = page.evaluate(_WIDER_THAN_VIEWPORT)

@@ -79,7 +79,7 @@ def test_a_trace_appears_live_is_filtered_paused_and_opened(page, sign_in, shoot
     # open one
     page.get_by_label("Open trace live-one").click()
     expect(page.get_by_role("heading", name="Cost")).to_be_visible()
-    expect(page.get_by_text("Hello!")).to_be_visible()
+    expect(page.get_by_role("region", name="Conversation").get_by_text("Hello!")).to_be_visible()
     shoot(page, "trace-detail")
 
     # sessions, users, the conversation

@@ -25,10 +25,15 @@ def test_a_new_team_sees_how_to_send_its_first_trace(as_role, role):
     assert "http://localhost:8123/api/v1/proxy" in text
     assert "curl http://localhost:8123/api/v1/traces" in text
     # the SDKs' two lines, Python and TypeScript side by side, aimed at this server
-    assert "import tracerelay\ntracerelay.init(\n" in text and 'base_url="http://localhost:8123",' in text
-    assert 'import { init } from "tracerelay";\ninit({\n  apiKey: "YOUR_TRACERELAY_KEY",' in text
-    assert 'baseUrl: "http://localhost:8123",' in text
-    assert ("Create an API key</a>" in text) == (role in ("owner", "admin"))
+    assert (
+        'import tracerelay\ntracerelay.init(api_key="YOUR_TRACERELAY_KEY", base_url="http://localhost:8123", '
+        'service_name="my-app")</code>' in text
+    )
+    assert (
+        'import { init } from "tracerelay";\ninit({ apiKey: "YOUR_TRACERELAY_KEY", baseUrl: "http://localhost:8123", '
+        'serviceName: "my-app" });</code>' in text
+    )
+    assert ("Create an API key</button>" in text) == (role in ("owner", "admin"))
     assert ("cannot create keys" in text) == (role in ("member", "viewer"))
 
 
@@ -52,7 +57,7 @@ def test_the_waiting_page_polls_and_reloads_when_the_first_trace_arrives(as_role
     assert client.get("/", **headers).status_code == 204
     TraceFactory(team=team)
     response = client.get("/", **headers)
-    assert response.status_code == 200 and response["HX-Refresh"] == "true"
+    assert response.status_code == 200 and response["HX-Redirect"] == "/traces"
 
 
 def test_a_user_in_no_team_is_asked_to_make_one(login):
@@ -94,3 +99,46 @@ def test_static_assets_are_served_by_us(client):
 def test_pages_load_no_asset_from_elsewhere(as_role):
     text = as_role("owner").get("/").content.decode()
     assert "https://" not in text.split("<body")[0]
+
+
+def _step_one(text: str) -> str:
+    return text[text.index('id="step-key"') : text.index("Send a trace</h2>")]
+
+
+def test_a_key_made_on_the_page_ticks_step_one_and_fills_every_snippet(as_role, team):
+    from accounts import keys
+    from accounts.models import ApiKey
+
+    client = as_role("admin")
+    response = client.post("/start/key", {"environment": "production", "name": "laptop"})
+    assert response.status_code == 201
+    text = response.content.decode()
+    key = ApiKey.objects.get(team=team)
+    raw = text[text.index('<code id="new-key">') + len('<code id="new-key">') :].split("<", 1)[0]
+    assert raw.startswith("tr_prod_") and key.key_hash == keys.digest(raw)  # the real key, not a copy
+    step = _step_one(text)
+    assert 'class="card step is-done"' in text and "Done: </span>Create an API key" in step
+    assert "shown only this once" in step and "Your new production key “laptop”" in step
+    assert text.count(raw) == 5  # the key itself, the proxy, Python, TypeScript and curl
+    assert "YOUR_TRACERELAY_KEY" not in text
+    # shown once: the next visit ticks step 1 (a key exists) but has no key to show
+    again = client.get("/").content.decode()
+    assert raw not in again and "is-done" in again and "alpha has 1 active key." in again
+    assert "YOUR_TRACERELAY_KEY" in again and "Create another key</button>" in again
+
+
+def test_a_bad_environment_is_a_form_error_and_makes_no_key(as_role, team):
+    from accounts.models import ApiKey
+
+    response = as_role("owner").post("/start/key", {"environment": "staging"})
+    assert response.status_code == 400
+    assert "Select a valid choice." in _step_one(response.content.decode())
+    assert not ApiKey.objects.filter(team=team).exists()
+
+
+@pytest.mark.parametrize("role", ["member", "viewer"])
+def test_only_admins_and_owners_make_keys_from_the_page(as_role, team, role):
+    from accounts.models import ApiKey
+
+    assert as_role(role).post("/start/key", {"environment": "production"}).status_code == 403
+    assert not ApiKey.objects.filter(team=team).exists()

@@ -18,6 +18,7 @@ from typing import Any
 from integrations.exporters.webhook import SIGNATURE_HEADER, verify_signature
 
 TRACE_STATUSES = {"success", "error", "rate_limited"}
+SPAN_KINDS = {"llm", "embedding", "agent", "tool", "retrieval", "chain", "workflow", "guardrail", "event", "other"}
 
 
 @dataclass
@@ -128,8 +129,12 @@ class WebhookSink:
         for t in traces:
             if not isinstance(t.get("id"), str) or not t["id"]:
                 problems.append("a trace without an id")
-            if not isinstance(t.get("model"), str) or not t["model"]:
+            if not isinstance(t.get("model"), str) or (t.get("kind") in ("llm", "embedding") and not t["model"]):
                 problems.append(f"trace {t.get('id')}: no model")
+            if not isinstance(t.get("run_id"), str) or not t["run_id"] or t.get("kind") not in SPAN_KINDS:
+                problems.append(f"trace {t.get('id')}: run_id {t.get('run_id')!r}, kind {t.get('kind')!r}")
+            if t.get("parent_id") is not None and not isinstance(t["parent_id"], str):
+                problems.append(f"trace {t.get('id')}: parent_id {t.get('parent_id')!r}")
             if t.get("status") not in TRACE_STATUSES:
                 problems.append(f"trace {t.get('id')}: status {t.get('status')!r}")
             for key in ("prompt_tokens", "completion_tokens", "total_tokens"):

@@ -31,6 +31,14 @@ from tests.fakes import schemas
 from tests.fakes.server import FakeServer, RecordedRequest, Reply
 
 PROTOBUF = "application/x-protobuf"
+CLIENT = 3  # opentelemetry.proto.trace.v1.Span.SpanKind
+INTERNAL = 1
+# OpenInference span kinds (openinference-semantic-conventions), Langfuse observation types
+# (its OTLP processor's list).
+OPENINFERENCE_KINDS = ("LLM", "EMBEDDING", "CHAIN", "RETRIEVER", "RERANKER", "TOOL", "AGENT", "GUARDRAIL")
+OPENINFERENCE_KINDS += ("EVALUATOR", "PROMPT", "UNKNOWN")
+LANGFUSE_TYPES = ("span", "generation", "event", "agent", "tool", "chain", "retriever", "evaluator", "embedding")
+LANGFUSE_TYPES += ("guardrail",)
 
 
 def python_value(value: AnyValue) -> Any:
@@ -162,11 +170,21 @@ class FakeOtlpCollector(FakeServer):
             return "span_id must be 8 non-zero bytes"
         if not span.name:
             return "span name is empty"
+        if span.parent_span_id and (len(span.parent_span_id) != 16 or set(span.parent_span_id) == {"0"}):
+            return "parent_span_id must be empty or 8 non-zero bytes"
         if span.end_ns < span.start_ns or span.start_ns <= 0:
             return "bad span times"
-        for required in ("gen_ai.operation.name", "gen_ai.provider.name"):
-            if not span.attributes.get(required):
-                return f"GenAI span without {required}"
+        if span.kind == CLIENT:  # an inference call: the GenAI required attributes
+            for required in ("gen_ai.operation.name", "gen_ai.provider.name"):
+                if not span.attributes.get(required):
+                    return f"GenAI span without {required}"
+        elif span.kind != INTERNAL:
+            return f"span kind {span.kind}: calls are CLIENT, a run's structure INTERNAL"
+        operation = span.attributes.get("gen_ai.operation.name")
+        if operation == "invoke_agent" and "gen_ai.agent.name" not in span.attributes:
+            return "invoke_agent span without gen_ai.agent.name"
+        if operation == "execute_tool" and "gen_ai.tool.name" not in span.attributes:
+            return "execute_tool span without gen_ai.tool.name"
         if "service.name" not in span.resource:
             return "resource without service.name"
         return None
@@ -184,7 +202,7 @@ class FakePhoenix(FakeOtlpCollector):
         problem = super().span_problem(span)
         if problem:
             return problem
-        if span.attributes.get("openinference.span.kind") not in ("LLM", "EMBEDDING"):
+        if span.attributes.get("openinference.span.kind") not in OPENINFERENCE_KINDS:
             return "openinference.span.kind missing"
         if not span.resource.get("openinference.project.name"):
             return "no openinference.project.name resource attribute"
@@ -257,8 +275,10 @@ class FakeLangfuse(FakeOtlpCollector):
         problem = super().span_problem(span)
         if problem:
             return problem
-        if span.attributes.get("langfuse.observation.type") not in ("generation", "embedding"):
-            return "langfuse.observation.type must be generation"
+        if span.attributes.get("langfuse.observation.type") not in LANGFUSE_TYPES:
+            return (
+                f"langfuse.observation.type {span.attributes.get('langfuse.observation.type')!r} is not a Langfuse type"
+            )
         level = span.attributes.get("langfuse.observation.level", "DEFAULT")
         if level not in ("DEBUG", "DEFAULT", "WARNING", "ERROR"):
             return f"bad langfuse.observation.level {level}"

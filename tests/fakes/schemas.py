@@ -10,7 +10,7 @@ Datadog: the LLM Observability span intake API. Webhook: our own payload (docs/d
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -61,11 +61,23 @@ class LangSmithRun(Strict):
 
     @model_validator(mode="after")
     def _batch_rules(self) -> LangSmithRun:
-        match = DOTTED_SEGMENT.match(self.dotted_order.split(".")[-1])
-        if not match or match.group(2) != str(self.id):
+        segments = [DOTTED_SEGMENT.match(part) for part in self.dotted_order.split(".")]
+        if not all(segments):
+            raise ValueError("dotted_order is <YYYYMMDDTHHMMSSffffffZ><run id> segments joined by '.'")
+        ids = [m.group(2) for m in segments if m]
+        if ids[-1] != str(self.id):
             raise ValueError("dotted_order must end with <YYYYMMDDTHHMMSSffffffZ><run id>")
-        if self.parent_run_id is None and self.trace_id != self.id:
-            raise ValueError("a root run has trace_id == id")
+        if self.parent_run_id is None and (self.trace_id != self.id or len(ids) != 1):
+            raise ValueError("a root run has trace_id == id and one dotted_order segment")
+        if self.parent_run_id is not None:
+            if len(ids) < 2 or ids[-2] != str(self.parent_run_id):
+                raise ValueError("a child's dotted_order must end with its parent's segment, then its own")
+            if ids[0] != str(self.trace_id):
+                raise ValueError("dotted_order must start with the root run (the trace_id)")
+        stamp = segments[-1].group(1) if segments[-1] else ""
+        t = self.start_time.astimezone(UTC) if self.start_time.tzinfo else self.start_time
+        if stamp != f"{t.year:04d}{t:%m%dT%H%M%S%f}Z":  # not %Y: it drops a year's leading zeros
+            raise ValueError("a dotted_order segment's time is the run's start_time")
         if self.outputs and "usage_metadata" in self.outputs:
             LangSmithUsage.model_validate(self.outputs["usage_metadata"])
         return self
@@ -149,9 +161,9 @@ class DatadogMeta(Strict):
 
 class DatadogSpan(Strict):
     name: str
-    span_id: str
+    span_id: str = Field(pattern=r"^[0-9]+$")
     trace_id: str
-    parent_id: str
+    parent_id: str = Field(pattern=r"^([0-9]+|undefined)$")  # a root's is the literal "undefined"
     start_ns: int = Field(ge=0)
     duration: int = Field(ge=0)
     meta: DatadogMeta
@@ -188,6 +200,10 @@ class WebhookError(Strict):
 
 class WebhookTrace(Strict):
     id: str
+    run_id: str = Field(min_length=1, max_length=128)
+    parent_id: str | None
+    kind: Literal["llm", "embedding", "agent", "tool", "retrieval", "chain", "workflow", "guardrail", "event", "other"]
+    name: str
     timestamp: datetime
     end_time: datetime
     model: str

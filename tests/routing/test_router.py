@@ -369,3 +369,61 @@ def test_routing_invariants(rules, status):
     # every destination of every matched rule is decided (rates are 1: all kept)
     expected = {d["name"] for s in specs if s["name"] in matched for d in s["destinations"]}
     assert set(names) == expected and all(d.kept for d in result.decisions)
+
+
+# --- Runs: sampled whole, and the span fields conditions see -------------------------------------
+
+
+def test_every_span_of_a_run_draws_the_runs_sample_point():
+    compiled = routing(rule("sampled", 1, [{"name": "langfuse", "sample_rate": 0.5}]))
+    runs = [f"run-{n}" for n in range(200)]
+    for run in runs:
+        spans = [ctx(f"{run}-{i}", run_id=run, kind=kind) for i, kind in enumerate(["agent", "tool", "llm", "llm"])]
+        results = [route(span, compiled) for span in spans]
+        assert {r.sample_point for r in results} == {sample_point(run)}
+        assert len({tuple(r.destinations) for r in results}) == 1  # kept or dropped whole
+    kept = sum(1 for run in runs if route(ctx("x", run_id=run), compiled).destinations)
+    assert 60 < kept < 140  # and the rate still holds across runs
+
+
+def test_a_trace_without_a_run_samples_by_its_own_id_as_before():
+    result = route(ctx("trc_solo"), routing(rule("all", 1, ["langfuse"])))
+    assert result.sample_point == sample_point("trc_solo")
+    assert ctx("trc_solo")["run_id"] == "trc_solo"
+
+
+@pytest.mark.parametrize(
+    ("condition", "matches"),
+    [
+        ('kind == "tool"', {"tool"}),
+        ({"kind": ["agent", "tool"]}, {"agent", "tool"}),
+        ('name.startsWith("execute_tool")', {"tool"}),
+        ({"name": "chat*"}, {"llm"}),
+        ('run_id == "run-7"', {"agent", "tool", "llm"}),
+        ({"run_id": "run-7"}, {"agent", "tool", "llm"}),
+        ('parent_id == ""', {"agent"}),
+        ("cost > 0.0", set()),  # structural spans have no cost; this call is unpriced here
+    ],
+)
+def test_rules_test_kind_name_run_id_and_parent_id_like_any_field(condition, matches):
+    compiled = routing(rule("r", 1, ["hook"], condition))
+    spans = {
+        "agent": ctx("a", run_id="run-7", kind="agent", name="invoke_agent planner", model=""),
+        "tool": ctx("t", run_id="run-7", parent_id="a", kind="tool", name="execute_tool search", model=""),
+        "llm": ctx("c", run_id="run-7", parent_id="a", kind="llm", name="chat gpt-4o", unpriced=True),
+    }
+    assert {kind for kind, span in spans.items() if route(span, compiled).destinations} == matches
+
+
+def test_a_cost_condition_on_a_structural_span_says_it_has_no_cost_and_is_no_error():
+    compiled = routing(rule("costly", 1, ["hook"], "cost > 0.5"))
+    result = route(ctx("t", kind="tool", model=""), compiled, explain=True)
+    assert result.errors == ()
+    assert result.evaluations[0].reason == "condition did not match: no cost: not an LLM or embedding call"
+
+
+def test_an_unknown_kind_in_an_object_condition_is_refused():
+    from routing.conditions import ConditionError
+
+    with pytest.raises(ConditionError, match="'kind' is one of llm, embedding"):
+        compile_condition({"kind": "agnet"})

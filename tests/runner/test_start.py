@@ -148,7 +148,9 @@ def test_the_first_screen_shows_url_login_and_key_in_a_box():
     assert rows[0].startswith("╔") and rows[-1].startswith("╚") and len({len(r) for r in rows}) == 1
     body = "\n".join(rows)
     assert "URL        http://127.0.0.1:8000/" in body
-    assert "Log in     admin / pw-123   (or the e-mail admin@localhost)" in body
+    assert "║ Log in     http://127.0.0.1:8000/login " in body
+    assert "Username or e-mail   admin   (or admin@localhost)" in body
+    assert "Password             pw-123 " in body
     assert "API key    tr_prod_abc " in body and "shown this once" in body
     plain = banner.render(banner.lines_of(made, data_dir="/d", still_starting=[]), unicode=False, color=False)
     assert plain.strip().startswith("+====")
@@ -157,7 +159,19 @@ def test_the_first_screen_shows_url_login_and_key_in_a_box():
 def test_a_restart_screen_says_how_to_get_a_password_and_a_key():
     made = {"url": "http://h:1", "team": "demo", "username": "admin", "email": "admin@localhost", "active_keys": 2}
     body = "\n".join(banner.lines_of(made, data_dir="/d", still_starting=["beat"]))
-    assert "Log in     admin or admin@localhost (the password was shown on the first start;" in body
+    assert "           Username or e-mail   admin   (or admin@localhost)" in body
+    assert "           Password             the one shown on the first start; to set another:" in body
     assert "manage.py changepassword admin" in body
     assert "API keys   2 active" in body and "manage.py apikey create --team demo --environment production" in body
     assert "Starting   beat" in body
+
+
+def test_the_first_screen_names_the_log_in_forms_fields_word_for_word():
+    from accounts.forms import LoginForm
+
+    form = LoginForm()
+    assert banner.LOGIN_FIELD == form.fields["username"].label
+    assert banner.PASSWORD_FIELD == form.fields["password"].label
+    made = {"url": "http://h:1", "team": "demo", "username": "admin", "password": "pw", "active_keys": 1}
+    body = "\n".join(banner.lines_of(made, data_dir="/d", still_starting=[]))
+    assert f"{form.fields['username'].label}   admin\n" in body and f"{form.fields['password'].label}" in body

@@ -1,9 +1,14 @@
-"""`/traces/<id>`: one trace (request, response, cost, routing decisions, deliveries) and the retry
-of a delivery, through `delivery.services.delivery_replay` as the API's replay (audited there)."""
+"""`/traces/<id>`: one trace and the retry of a delivery, through `delivery.services.delivery_replay`
+as the API's replay (audited there).
+
+The conversation comes first (`messages.conversation`: system, user, assistant, tool calls and their
+results), then cost, routing and deliveries, then the request and response as pretty, foldable JSON,
+tags and metadata, and debug mode's records with their bodies formatted."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django.contrib import messages
@@ -20,6 +25,7 @@ from delivery.services import REPLAYABLE, NotReplayable, delivery_replay
 from traces.models import Trace
 from traces.selectors import trace_get
 
+from .messages import conversation
 from .rows import run_url
 
 FOLD_LINES = 40  # longer JSON (or longer than FOLD_CHARS) is folded in a <details>
@@ -37,6 +43,50 @@ def pretty(value: Any) -> dict[str, Any]:
     }
 
 
+def routing_line(decision: dict[str, Any]) -> dict[str, Any]:
+    """A decision as the page says it: the destination, the deciding rule named once, and what the
+    router's reason adds to that (the sampling that kept or dropped it); its text names the rule
+    itself ("matched rule 'x', kept by sampling (…)"), which the page already says."""
+    rule = decision.get("rule") or ""
+    reason = str(decision.get("reason") or "")
+    if rule:
+        reason = re.sub(rf"^matched rule '{re.escape(rule)}'(, )?", "", reason)
+    reason = re.sub(r"^sampled out: ", "", reason)
+    if reason.startswith("(") and reason.endswith(")"):
+        reason = reason[1:-1]
+    return {**decision, "rule": rule, "detail": reason}
+
+
+def formatted_body(text: str | None) -> str | None:
+    """A recorded request or response body for people: JSON (or JSON lines) indented, else as it is."""
+    if not text:
+        return text
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        pass
+    lines = text.splitlines()
+    if len(lines) > 1:
+        try:
+            return "\n".join(
+                json.dumps(json.loads(line), indent=2, ensure_ascii=False) for line in lines if line.strip()
+            )
+        except ValueError:
+            pass
+    return text
+
+
+def _debug(trace: Trace) -> dict[str, Any]:
+    debug = trace_debug_records(trace.pk)
+    for record in debug.get("export", ()):
+        for exchange in record.data.get("exchanges") or ():
+            for side in ("request_body", "response_body"):
+                body = exchange.get(side)
+                if isinstance(body, dict) and body.get("text") is not None:
+                    body["shown"] = formatted_body(body["text"])
+    return debug
+
+
 def _trace_or_404(request: DashboardRequest, trace_id: str) -> Trace:
     trace = trace_get(team_id=request.team.pk, trace_id=trace_id)
     if trace is None:
@@ -47,13 +97,15 @@ def _trace_or_404(request: DashboardRequest, trace_id: str) -> Trace:
 @team_view()
 def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
     trace = _trace_or_404(request, trace_id)
-    decisions = list(trace.routing or ())
+    decisions = [routing_line(d) for d in trace.routing or () if isinstance(d, dict)]
     deliveries = trace_deliveries(trace.pk)
+
     context = {
         "trace": trace,
         # One trace's cost with every stored digit: $0.00006, not $0.0000600000 (the column keeps ten places).
         "cost": usd(trace.cost, exact=True),
         "client_cost": usd(trace.client_cost, exact=True),
+        "conversation": conversation(trace.input, trace.output),  # not "messages": Django's own
         "input": pretty(trace.input),
         "output": pretty(trace.output),
         "metadata": pretty(trace.metadata) if trace.metadata else None,
@@ -61,7 +113,7 @@ def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
         "sampled_out": [d for d in decisions if not d.get("kept")],
         "deliveries": deliveries,
         "replayable": {str(s) for s in REPLAYABLE},
-        "debug": trace_debug_records(trace.pk),
+        "debug": _debug(trace),
         "run_url": run_url(trace),
     }
     return render(request, "traces/detail.html", context)

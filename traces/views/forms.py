@@ -10,7 +10,7 @@ from django import forms
 from django.http import QueryDict
 
 from traces.filters import FilterError, TraceFilter, parse_trace_filter
-from traces.models import Kind
+from traces.models import FeedColumn, Kind
 
 STATUS_CHOICES = [
     ("", "Any status"),
@@ -118,3 +118,13 @@ class FeedFilterForm(forms.Form):
             field = "metadata" if exc.param.startswith("metadata.") else exc.param
             self.add_error(field if field in self.fields else None, exc.message)
             return None
+
+
+class FeedColumnsForm(forms.Form):
+    """The feed's optional columns (kept per user by `traces.services.feed_columns_save`); ``query``
+    is the feed's filter to go back to."""
+
+    columns = forms.MultipleChoiceField(
+        label="Columns", choices=FeedColumn.choices, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    query = forms.CharField(required=False, widget=forms.HiddenInput)

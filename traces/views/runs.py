@@ -24,11 +24,23 @@ from traces.models import CALL_KINDS, Trace
 
 from .detail import pretty
 from .messages import conversation
-from .rows import KIND_LABELS
 from .run_forms import RunFilterForm
 from .run_source import run_list, run_spans, run_summary
 
 PAGE = 50
+# A span's kind as the pages name it (runtree.js has the same words).
+KIND_LABELS = {
+    "llm": "LLM",
+    "embedding": "Embedding",
+    "agent": "Agent",
+    "tool": "Tool",
+    "retrieval": "Retrieval",
+    "chain": "Chain",
+    "workflow": "Workflow",
+    "guardrail": "Guardrail",
+    "event": "Event",
+    "other": "Other",
+}
 
 
 def _url(name: str, query: str, **extra: str) -> str:
