@@ -112,6 +112,7 @@ def store_run(team_id: int, run_id: str, count: int) -> None:
     from decimal import Decimal
 
     from traces.models import Trace
+    from traces.runs.summary import rebuild
 
     Trace.objects.filter(team_id=team_id, run_id=run_id).delete()
     start = datetime.now(UTC) - timedelta(minutes=10)
@@ -140,6 +141,7 @@ def store_run(team_id: int, run_id: str, count: int) -> None:
             )  # fmt: skip
         )
     Trace.objects.bulk_create(rows, batch_size=2000)
+    rebuild(team_id, [run_id])  # its summary row, which ingest keeps
 
 
 def _free_port() -> int:

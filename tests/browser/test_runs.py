@@ -16,6 +16,7 @@ from playwright.sync_api import expect
 
 from accounts.models import Role
 from traces.models import Trace
+from traces.runs.summary import rebuild
 
 from ..factories import MembershipFactory, UserFactory
 
@@ -57,6 +58,7 @@ def _spans(team, run_id, specs, *, base=None):
             )  # fmt: skip
         )
     Trace.objects.bulk_create(rows, batch_size=2000)
+    rebuild(team.pk, [run_id])  # the run's summary row, which ingest keeps
 
 
 CHAT_IN = [

@@ -17,6 +17,7 @@ from alerts import services as alert_services
 from alerts.definition import parse_alert
 from reports import services as report_services
 from reports.definition import parse_definition
+from traces.runs.summary import rebuild
 
 from ..factories import IntegrationFactory, RoutingRuleFactory, TraceFactory
 
@@ -42,6 +43,7 @@ def _title(response: Any) -> str:
 @pytest.fixture
 def values(team) -> dict[str, str]:
     trace = TraceFactory(team=team, trace_id="trc_title", session_id="conv-1", user_id="u-1", run_id="run-title")
+    rebuild(team.pk, ["run-title"])  # the run's summary row, which ingest keeps
     report = report_services.report_create(
         team_id=team.id, definition=parse_definition({"name": "Weekly", "time_range": "7d"}), actor="test"
     )

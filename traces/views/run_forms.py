@@ -1,5 +1,6 @@
 """The run list's filter form: it renders the fields and shows errors next to them; what a value
-means is `run_source.parse_run_filter`'s business (the run API's parameters)."""
+means is `run_source.parse_run_filter`'s business (the run API's parameters, and the feed's time
+ranges)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def _text(label: str, placeholder: str = "") -> forms.CharField:
 
 
 class RunFilterForm(forms.Form):
-    name = _text("Name", "invoke_agent or research*")
+    name = _text("Name", "invoke_agent")
     status = forms.CharField(label="Status", required=False, widget=forms.Select(choices=RUN_STATUS_CHOICES))
     time_range = forms.CharField(label="Time range", required=False, widget=forms.Select(choices=RANGE_CHOICES))
     since = _text("From", "2026-01-31T12:00Z")
