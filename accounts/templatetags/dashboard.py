@@ -51,3 +51,16 @@ def cost_text(cost: Amount | None, count: int, unpriced: int) -> str:
 def as_shown(value: Any) -> str:
     """``{{ value|as_shown }}``: a JSON value (a metadata value) as text, never Python's repr."""
     return shown(value)
+
+
+@register.filter
+def num(value: Any, empty: str = "—") -> str:
+    """``{{ count|num }}``: a count with thousands separators ("12,345"), as every page writes one;
+    ``empty`` (default "—") for None. Text that is not a number is shown as it is."""
+    if value is None or value == "":
+        return empty
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return f"{int(number):,}" if number.is_integer() else f"{number:,.2f}"
