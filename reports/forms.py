@@ -81,8 +81,8 @@ class ReportForm(forms.Form):
         label="Name", max_length=200, widget=forms.TextInput(attrs={"placeholder": "Weekly cost by model"})
     )
     time_range = forms.ChoiceField(label="Period", choices=RANGE_CHOICES, initial="7d", help_text="Before each run.")
-    since = _text("From", "2026-11-01T00:00Z", "With fixed dates (UTC unless an offset is given).")
-    until = _text("Until", "2026-11-08T00:00Z")
+    since = _text("From", "e.g. 2026-11-01T00:00Z", "With fixed dates (UTC unless an offset is given).")
+    until = _text("Until", "e.g. 2026-11-08T00:00Z")
     group_by = forms.ChoiceField(
         label="Group by", required=False, choices=[("", "Nothing (totals only)"), *((g, g.title()) for g in GROUP_BY)]
     )

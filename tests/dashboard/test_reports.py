@@ -236,3 +236,12 @@ def test_a_run_says_whether_its_mail_reached_anyone(client, team, settings, back
     assert ("Emailed to" in page) == (backend == "locmem")
     # and beside the recipients, before any run
     assert ('cfo@example.com<div class="sub">Not emailed: ' in page) == (backend != "locmem")
+
+
+@pytest.mark.parametrize("path", ["/reports/new", "/traces", "/analytics"])
+def test_example_dates_are_placeholders_not_values(client, team, path):
+    login(client, team, "owner")
+    text = client.get(path).content.decode()
+    for name in ("since", "until"):
+        tag = text[text.index(f'name="{name}"') :].split(">", 1)[0]
+        assert 'placeholder="e.g. 20' in tag and "value=" not in tag, tag
