@@ -149,3 +149,11 @@ def test_users_and_sessions_sort_by_cost_calls_errors_and_last_seen(as_role, tea
     assert 'aria-sort="descending"><a class="sort is-sorted" href="?sort=cost">Cost</a>' in text
     assert '<td class="num hide-narrow">3,600</td>' in text  # thousands separators
     assert order("nonsense")[0] == ["id-a", "id-b", "id-c"]  # an unknown column: the default order
+
+
+def test_a_sessions_counts_have_thousands_separators(as_role, team):
+    now = timezone.now()
+    for minutes in (1, 2):
+        TraceFactory(team=team, session_id="s-big", timestamp=now - timedelta(minutes=minutes), total_tokens=1200)
+    text = as_role("viewer").get("/sessions/s-big").content.decode()
+    assert "2 calls · 2,400 tokens" in text and "1,200 tokens" in text
