@@ -5,7 +5,9 @@ the trace feed filtered to the traces behind it (`analytics.page`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.http import HttpResponse, QueryDict
@@ -29,6 +31,7 @@ RANGE_CHOICES = [
 INTERVAL_CHOICES = [("", "Automatic"), ("minute", "Per minute"), ("hour", "Per hour"), ("day", "Per day")]
 BREAKDOWNS = (("model", "Models"), ("provider", "Providers"), ("tag", "Tags"))
 BREAKDOWN_LIMIT = 8
+BREAKDOWN_ALL = 200  # "Show all" (?show=<group_by>): every group up to this many
 
 
 class AnalyticsFilterForm(FeedFilterForm):
@@ -48,16 +51,24 @@ def analytics_page(request: DashboardRequest) -> HttpResponse:
     if has_blanks and not request.htmx:
         return redirect(_url(form))  # a GET form sends its empty fields: share a clean URL
     context: dict[str, Any] = {"form": form, "query": form.query(), "clear_url": reverse("analytics-page")}
-    body = _figures(request.team.pk, form)
+    show_all = request.GET.get("show", "")
+    show_all = show_all if show_all in dict(BREAKDOWNS) else ""
+    body = _figures(request.team.pk, form, show_all)
     if body is None:
         return render(request, "analytics/page.html", {**context, "invalid": True}, status=400)
     context.update(page.context(body, form.filter_params(), groups=body.pop("breakdowns")))
+    for b in context["breakdowns"]:  # "Show all" where the top BREAKDOWN_LIMIT may not be all
+        here = reverse("analytics-page") + "?" + form.query()
+        if b["group_by"] == show_all:
+            b["show_top_url"] = f"{here}#breakdown-{b['group_by']}"
+        elif len(b["rows"]) >= BREAKDOWN_LIMIT:
+            b["show_all_url"] = f"{here}&{urlencode({'show': b['group_by']})}#breakdown-{b['group_by']}"
     return render(request, "analytics/page.html", context)
 
 
-def _figures(team_id: int, form: AnalyticsFilterForm) -> dict[str, Any] | None:
-    """The selector's answer plus one breakdown per BREAKDOWNS entry, or None with the error added
-    next to its field."""
+def _figures(team_id: int, form: AnalyticsFilterForm, show_all: str = "") -> dict[str, Any] | None:
+    """The selector's answer plus one breakdown per BREAKDOWNS entry (the top BREAKDOWN_LIMIT groups;
+    ``show_all``'s up to BREAKDOWN_ALL), or None with the error added next to its field."""
     if form.trace_filter() is None:  # the error is next to its field already
         return None
     params = QueryDict(form.query())
@@ -71,8 +82,9 @@ def _figures(team_id: int, form: AnalyticsFilterForm) -> dict[str, Any] | None:
     for group_by, _title in BREAKDOWNS:
         try:
             # (The tables show the p95 latency: no TTFT histograms read.)
+            asked = replace(query, limit=BREAKDOWN_ALL) if group_by == show_all else query
             breakdowns[group_by] = selectors.analytics_groups(
-                team_id=team_id, query=query, group_by=group_by, ttft=False
+                team_id=team_id, query=asked, group_by=group_by, ttft=False
             )
         except selectors.AnalyticsError as exc:
             breakdowns[group_by] = exc.message  # shown in that card instead of its table

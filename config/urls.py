@@ -30,6 +30,11 @@ api_v1: list[URLPattern | URLResolver] = [
     path("redoc/", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
 ]
 
+admin.site.site_header = "tracerelay administration"
+admin.site.site_title = "tracerelay admin"
+admin.site.index_title = "Teams, traces, routing and deliveries"
+admin.site.enable_nav_sidebar = False  # the lists get the page's width (the home page lists every model)
+
 urlpatterns = [
     # Static files for the admin and dashboard, from the app folders (no collectstatic needed). Behind
     # a CDN or reverse proxy in big deployments; here so one process serves everything.

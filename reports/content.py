@@ -20,7 +20,7 @@ class Content:
     until: datetime
     group_by: str
     answer: dict[str, Any]  # the analytics answer (GET /api/v1/analytics's body) for the period
-    rows: list[Row]  # one per interval and group
+    rows: list[Row]  # one per interval and group (with skip_empty_groups, those with traces only)
     top_models: list[dict[str, Any]]  # groups of the answer by model, largest cost first
 
 
@@ -28,6 +28,9 @@ def report_content(
     *, team_id: int, team_name: str, definition: Definition, since: datetime, until: datetime
 ) -> Content:
     answer, rows = table_for_team(team_id=team_id, query=definition.query(since=since, until=until), now=until)
+    if definition.skip_empty_groups and definition.group_by:
+        rows = [row for row in rows if row.stats.count]  # a group's intervals with no traffic
+        answer = {**answer, "groups": [g for g in answer["groups"] or [] if g["count"]]}
     if definition.group_by == "model":
         top_models = answer["groups"] or []
     else:

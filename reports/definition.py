@@ -44,6 +44,7 @@ CRONTAB_FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_wee
 CRONTAB_FIELD = re.compile(r"^[0-9A-Za-z*/,-]+$")  # ASCII only: int() would read other scripts' digits
 LEAVE_OUT = "Use null (or leave it out), not an empty string."
 GROUP_LIMIT = 20  # groups in a report's table and breakdown (largest cost first)
+REPORT_HOURLY_UP_TO = timedelta(days=2)  # the longest period a report without an interval gives by hour
 
 
 class DefinitionError(ValueError):
@@ -66,6 +67,7 @@ class Definition:
     formats: tuple[str, ...] = (Format.CSV, Format.PDF)
     recipients: tuple[str, ...] = ()
     schedule: str = ""
+    skip_empty_groups: bool = False
 
     def period(self, now: datetime) -> tuple[datetime, datetime]:
         """The period a run asked for at ``now`` covers."""
@@ -76,12 +78,17 @@ class Definition:
     def query(self, *, since: datetime, until: datetime, group_by: str | None = None) -> AnalyticsQuery:
         """The analytics question for one run's period (``group_by`` overrides the report's)."""
         params = {**self.filters, "since": since.isoformat(), "until": until.isoformat()}
-        if self.interval:
-            params["interval"] = self.interval
+        params["interval"] = self.interval or report_interval(since, until)
         chosen = self.group_by if group_by is None else group_by
         if chosen:
             params["group_by"] = chosen
         return parse_query(params, now=until, limit=GROUP_LIMIT)
+
+
+def report_interval(since: datetime, until: datetime) -> str:
+    """A report's interval when it names none: by hour up to two days (a daily report), by day past
+    that (weekly, monthly: 7 or 30 rows a group, not 168 or 720 of mostly zeros)."""
+    return "hour" if until - since <= REPORT_HOURLY_UP_TO else "day"
 
 
 def time_range_delta(value: str) -> timedelta:
@@ -144,6 +151,7 @@ def parse_definition(data: Mapping[str, Any], *, base: Definition | None = None)
     take("formats", _formats)
     take("recipients", _recipients)
     take("schedule", _schedule)
+    take("skip_empty_groups", _flag)
     if errors:
         raise DefinitionError(errors)
     if base is not None and ("since" in data or "until" in data) and "time_range" not in data:
@@ -245,6 +253,14 @@ def _datetime(value: Any) -> datetime | None:
     if parsed is None:
         raise ValueError("An ISO 8601 date-time with a time zone, e.g. 2026-11-01T00:00:00Z.")
     return parsed
+
+
+def _flag(value: Any) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ValueError("true or false.")
+    return value
 
 
 def _formats(value: Any) -> tuple[str, ...]:

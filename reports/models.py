@@ -33,6 +33,9 @@ class Report(models.Model):
     formats = models.JSONField(default=list)
     recipients = models.JSONField(default=list, blank=True)
     schedule = models.CharField(max_length=100, blank=True, help_text="Crontab (UTC): minute hour day month weekday.")
+    skip_empty_groups = models.BooleanField(
+        default=False, help_text="Leave out the groups with no traffic in the period (tables, CSV, PDF)."
+    )
     periodic_task = models.OneToOneField(
         "django_celery_beat.PeriodicTask", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -55,6 +55,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "formats": list(report.formats),
         "recipients": list(report.recipients or []),
         "schedule": report.schedule or None,
+        "skip_empty_groups": report.skip_empty_groups,
         "created_at": report.created_at.isoformat(),
         "updated_at": report.updated_at.isoformat(),
     }

@@ -18,6 +18,10 @@ CRONTAB_HELP = (
     "Five-field crontab in UTC (minute hour day-of-month month day-of-week), e.g. `0 8 * * 1`: digits, "
     "names (`mon`, `jan`), `*`, `/`, `-` and commas; null: run by hand only."
 )
+SKIP_EMPTY_HELP = (
+    "Leave out the groups with no traces in the period: from the CSV (and its rows with no traces) "
+    "and the PDF's tables. The PDF never lists periods with no traces."
+)
 FILTER_VALUE_SCHEMA = {
     "anyOf": [
         {"type": "string"},
@@ -50,7 +54,10 @@ class ReportInSerializer(serializers.Serializer):
     filters = FiltersField(required=False)
     group_by = serializers.ChoiceField(choices=list(GROUP_BY), required=False, allow_null=True)
     interval = serializers.ChoiceField(
-        choices=list(INTERVALS), required=False, allow_null=True, help_text="Default: chosen from the period."
+        choices=list(INTERVALS),
+        required=False,
+        allow_null=True,
+        help_text="Default: chosen from the period: by hour up to 2 days (a daily report), by day past that.",
     )
     time_range = serializers.RegexField(
         r"^[1-9][0-9]{0,3}[hdw]$",
@@ -70,6 +77,9 @@ class ReportInSerializer(serializers.Serializer):
         help_text="null: none.",
     )
     schedule = serializers.CharField(max_length=MAX_SCHEDULE, required=False, allow_null=True, help_text=CRONTAB_HELP)
+    skip_empty_groups = serializers.BooleanField(
+        required=False, allow_null=True, help_text=SKIP_EMPTY_HELP + " Default false; null: false."
+    )
 
 
 class ReportOutSerializer(serializers.Serializer):
@@ -84,6 +94,7 @@ class ReportOutSerializer(serializers.Serializer):
     formats = serializers.ListField(child=serializers.CharField())
     recipients = serializers.ListField(child=serializers.CharField())
     schedule = serializers.CharField(allow_null=True)
+    skip_empty_groups = serializers.BooleanField(help_text=SKIP_EMPTY_HELP)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 

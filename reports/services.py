@@ -56,6 +56,7 @@ def definition_of(report: Report) -> Definition:
         formats=tuple(report.formats),
         recipients=tuple(report.recipients or ()),
         schedule=report.schedule,
+        skip_empty_groups=report.skip_empty_groups,
     )
 
 

@@ -57,6 +57,13 @@ def as_shown(value: Any) -> str:
 
 
 @register.filter
-def thousands(value: int | None) -> str:
-    """``12,345``: a count people read (no locale: the pages are in English)."""
-    return "—" if value is None else f"{value:,}"
+def num(value: Any, empty: str = "—") -> str:
+    """``{{ count|num }}``: a count with thousands separators ("12,345"), as every page writes one;
+    ``empty`` (default "—") for None. Text that is not a number is shown as it is."""
+    if value is None or value == "":
+        return empty
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return f"{int(number):,}" if number.is_integer() else f"{number:,.2f}"

@@ -62,6 +62,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "accounts.context_processors.dashboard",
+                "diagnostics.context_processors.debug_banner",
             ],
             "builtins": ["template_partials.templatetags.partials"],
         },

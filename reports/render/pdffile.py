@@ -2,11 +2,17 @@
 top models, the breakdown by the report's group, and "Page N of M" on every page.
 
 Amounts go through the one money formatter (config.money); a cost that is not fully known says so
-("3 unpriced", or "n of m unpriced" under a partial sum), never 0.00."""
+("3 unpriced", or "n of m unpriced" under a partial sum), never 0.00.
+
+Tables have every group the report ranked (names whole, wrapped in their cells). The breakdown by
+period takes at most `BREAKDOWN_COLUMNS` groups a table, as many tables as it needs, their headers
+wrapped within their columns; a period in which none of a table's groups had a trace is left out
+(a page of "–" rows says nothing)."""
 
 from __future__ import annotations
 
 import io
+import math
 from collections import defaultdict
 from decimal import Decimal
 from typing import Any
@@ -28,6 +34,7 @@ ACCENT = colors.HexColor("#3b5bdb")
 GRID = colors.HexColor("#d0d5dd")
 MUTED = colors.HexColor("#667085")
 WIDTH = A4[0] - 36 * mm
+BREAKDOWN_COLUMNS = 5  # groups a breakdown table takes across, so headers have room to wrap
 
 
 def pdf_bytes(content: Content) -> bytes:
@@ -78,7 +85,11 @@ def _story(c: Content) -> list[Any]:
             KeepTogether([Paragraph(f"By {c.group_by}", h2), _groups_table(answer["groups"] or [], c.group_by.title())])
         )
     if c.group_by:
-        story += [Paragraph(f"Cost by {c.group_by} and {answer['range']['interval']}", h2), _breakdown_table(c)]
+        tables = _breakdown_tables(c)
+        title = f"Cost by {c.group_by} and {answer['range']['interval']}"
+        for i, table in enumerate(tables):
+            part = f" ({i + 1} of {len(tables)})" if len(tables) > 1 else ""
+            story += [Paragraph(_escape(title + part), h2), table]
     return story
 
 
@@ -96,11 +107,11 @@ def _summary_rows(totals: dict[str, Any], latency: dict[str, Any]) -> list[list[
 def _groups_table(groups: list[dict[str, Any]], label: str) -> Table | Paragraph:
     if not groups:
         return Paragraph("No traces in this period.", getSampleStyleSheet()["Normal"])
-    rows = [[label, "Traces", "Errors", "Tokens", "Cost", "p95 ms"]]
+    rows: list[list[Any]] = [[label, "Traces", "Errors", "Tokens", "Cost", "p95 ms"]]
     for g in groups:
         rows.append(
             [
-                _clip(g["key"]),
+                Paragraph(_escape(_name(g["key"])), _cell_style()),
                 f"{g['count']:,}",
                 f"{g['errors'] + g['rate_limited']:,}",
                 f"{g['total_tokens']:,}",
@@ -111,23 +122,44 @@ def _groups_table(groups: list[dict[str, Any]], label: str) -> Table | Paragraph
     return _table(rows, header=True, widths=[60 * mm, 20 * mm, 18 * mm, 25 * mm, 27 * mm, 24 * mm])
 
 
-def _breakdown_table(c: Content) -> Table:
-    """Periods down, the top groups across (at most six: the CSV has all of them)."""
-    keys = list(dict.fromkeys(row.group for row in c.rows))[:6]
+def _breakdown_tables(c: Content) -> list[Table | Paragraph]:
+    """Periods down, groups across: every group, `BREAKDOWN_COLUMNS` to a table; in each table only
+    the periods in which one of its groups had traces."""
+    keys = list(dict.fromkeys(row.group for row in c.rows))
     interval = c.answer["range"]["interval"]
     cells: dict[str, dict[Any, str]] = defaultdict(dict)
     for row in c.rows:
-        if row.group in keys:
-            s = row.stats
-            cells[row.period_start][row.group] = (
-                _cost({"cost": s.cost, "count": s.count, "unpriced": s.unpriced}) if s.count else "–"
-            )
-    rows = [["Period", *(_clip(k, 18) for k in keys)]]
-    for period, by_key in cells.items():
-        rows.append([_short_time(period, interval), *(by_key.get(k, "–") for k in keys)])
-    first = 34 * mm
-    rest = (WIDTH - first) / max(1, len(keys))
-    return _table(rows, header=True, widths=[first, *([rest] * len(keys))], font_size=7.5)
+        s = row.stats
+        if s.count:
+            cells[row.period_start][row.group] = _cost({"cost": s.cost, "count": s.count, "unpriced": s.unpriced})
+    if not cells:
+        return [Paragraph("No traces in this period.", getSampleStyleSheet()["Normal"])]
+    tables: list[Table | Paragraph] = []
+    first = 30 * mm
+    for at in range(0, len(keys), BREAKDOWN_COLUMNS):
+        chunk = keys[at : at + BREAKDOWN_COLUMNS]
+        header_style = _cell_style(bold=True, align=2)
+        rows: list[list[Any]] = [["Period", *(Paragraph(_escape(_name(k)), header_style) for k in chunk)]]
+        for period in sorted(cells):
+            by_key = cells[period]
+            if any(k in by_key for k in chunk):
+                rows.append([_short_time(period, interval), *(by_key.get(k, "–") for k in chunk)])
+        rest = (WIDTH - first) / BREAKDOWN_COLUMNS
+        tables.append(_table(rows, header=True, widths=[first, *([rest] * len(chunk))], font_size=7.5))
+    return tables
+
+
+def _cell_style(*, bold: bool = False, align: int = 0) -> ParagraphStyle:
+    """A table cell's text that wraps within its column (long names break between characters)."""
+    return ParagraphStyle(
+        "cell",
+        fontName="Helvetica-Bold" if bold else "Helvetica",
+        fontSize=7.5 if bold else 9,
+        leading=9 if bold else 11,
+        textColor=MUTED if bold else colors.black,
+        alignment=align,
+        splitLongWords=True,
+    )
 
 
 def _bar_chart(values: list[Any], times: list[str], interval: str, *, money: bool, empty: str) -> Drawing:
@@ -146,6 +178,8 @@ def _bar_chart(values: list[Any], times: list[str], interval: str, *, money: boo
     chart.valueAxis.valueMin = 0
     chart.valueAxis.labels.fontSize = 7
     chart.valueAxis.labelTextFormat = usd if money else (lambda v: f"{v:,.0f}")
+    if not money:  # counts: whole steps (no "0, 0, 1, 1, 2" from fractional ones)
+        chart.valueAxis.valueStep = max(1, math.ceil(max(values) / 5))
     step = max(1, len(times) // 8)  # at most ~8 labels along the axis
     chart.categoryAxis.categoryNames = [_short_time(t, interval) if i % step == 0 else "" for i, t in enumerate(times)]
     chart.categoryAxis.labels.fontSize = 7
@@ -231,9 +265,8 @@ def _ms(value: Any) -> str:
     return "–" if value is None else f"{value:,.0f} ms"
 
 
-def _clip(value: Any, limit: int = 40) -> str:
-    text = "(none)" if value is None or value == "" else str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _name(value: Any) -> str:
+    return "(none)" if value is None or value == "" else str(value)
 
 
 def _escape(text: str) -> str:

@@ -33,3 +33,15 @@ def index_of(items: Any, i: int) -> Any:
 def as_json(value: Any) -> str:
     """A condition value as the API spells it: ``true``, ``"gpt-4*"``, ``[">0.01", "<1"]``."""
     return json.dumps(value, ensure_ascii=False)
+
+
+@register.filter
+def short_id(trace_id: Any, keep: int = 12) -> str:
+    """A long trace id as its prefix and last ``keep`` characters ("trc_…bbf5833537"; a UUIDv7's
+    start is its time, alike for traces close together); short ids (typed ones) as they are. The
+    page gives the whole id beside it (title, link, label)."""
+    text = str(trace_id)
+    prefix, _, rest = text.rpartition("_")
+    if len(rest) <= keep + 4:
+        return text
+    return f"{prefix}_…{rest[-keep:]}" if prefix else f"…{rest[-keep:]}"

@@ -65,6 +65,12 @@ class DestRow:
     def blank(self) -> bool:
         return not self.name.strip()
 
+    @property
+    def unfilled(self) -> bool:
+        """Nothing typed or chosen (the sample rate at its default), nothing to show an error on."""
+        chosen = self.name.strip() or self.url or self.tags.strip() or any(self.fallbacks)
+        return not (chosen or self.errors or self.sample_rate not in ("", "1"))
+
 
 @dataclass
 class RuleState:
@@ -100,14 +106,23 @@ class RuleState:
             or (self.cel_error and not self.cel_error.ok)
         )
 
-    def padded(self) -> RuleState:
-        """One empty builder row and one empty destination row to type into (more with "Add")."""
-        if not any(r.blank for r in self.rows):
+    def padded(self, *, spare: bool = True) -> RuleState:
+        """The rows to show. A form as opened (``spare``) has one empty builder row and one empty
+        destination row to type into, so it works without JavaScript (more with "Add"). A form
+        shown again after a test or a refused save has the rows as filled in, the empty ones left
+        out, and one empty row only where a list would be empty."""
+        self.rows = [r for r in self.rows if not _unfilled_row(r)]
+        self.destinations = [d for d in self.destinations if not d.unfilled]
+        if spare or not self.rows:
             self.rows.append(Row())
-        if not any(d.blank for d in self.destinations):
+        if spare or not self.destinations:
             start = max((d.index for d in self.destinations), default=-1) + 1
             self.destinations.append(DestRow(index=start))
         return self
+
+
+def _unfilled_row(row: Row) -> bool:
+    return not (row.field or row.value.strip() or row.key.strip() or row.errors)
 
 
 def _text(value: Any) -> str:

@@ -192,7 +192,7 @@ def form_page(
     if state.mode == "cel" and state.cel_error is None and state.cel.strip():
         state.cel_error = cel_check(state.cel)
     context = {
-        "state": state.padded(),
+        "state": state.padded(spare=request.method != "POST"),
         "rule_id": rule_id,
         "version": version,
         "conflict": conflict,

@@ -21,6 +21,14 @@ from ..edits import RuleSetInvalid, VersionConflict
 from .rules import posted_version
 
 EMPTY_ROWS = 2
+# Example policy rules the page offers (condition, rate, what it does); a test saves them all.
+EXAMPLES = (
+    ('environment == "development"', "0.1", "a tenth of development traffic"),
+    ("!error && cost < 0.001", "0.2", "a fifth of cheap calls that succeeded"),
+    ('model.startsWith("gpt-4o-mini")', "0.5", "half of a high-volume model"),
+    ('"healthcheck" in tags', "0", "none of the health checks"),
+    ('metadata.plan == "free"', "0.25", "a quarter of free-plan traffic"),
+)
 _ROW_RE = re.compile(r"^rule-(\d{1,3})-")
 _PATH_RE = re.compile(r"^rules\[(\d+)\](?:\.(condition|sample_rate))?")
 
@@ -74,6 +82,7 @@ def _page(
         "theirs": _rows_from_policy(policy) if conflict else None,
         "editable": request.membership.may.manage_rules,
         "rows_have_errors": any(r.errors for r in rows),
+        "examples": EXAMPLES,
     }
     return render(request, "routing/sampling.html", context, status=status)
 

@@ -179,10 +179,41 @@ def _recent(request: DashboardRequest) -> HttpResponse:
 
 
 def shown(result: dict[str, Any]) -> dict[str, Any]:
-    """The dry run's answer, with what the page needs at hand per trace."""
+    """The dry run's answer, with what the page needs at hand per trace: the destinations it would
+    send to, the matched rules, and the sampling in words (`sampling_words`)."""
     for item in result["results"]:
         ctx = item["trace"]
         item["kept"] = [d for d in item["decisions"] if d["kept"]]
+        item["dropped"] = [d for d in item["decisions"] if not d["kept"]]
         item["matched"] = [e for e in item["evaluations"] if e["matched"]]
         item["cost_unknown"] = ctx.get("cost") is None
+        several = len(item["decisions"]) > 1
+        for d in item["decisions"]:
+            d["words"] = sampling_words(item["sample_point"], d["rate"], d["kept"])
+            if d["words"] and several:
+                d["words"] = f"{d['destination']} {d['words']}"
+        item["why"] = [d["words"] for d in item["decisions"] if d["words"]]
+        if not item["matched"]:
+            item["why"].insert(0, "no rule's condition matched")
+        elif not item["decisions"]:
+            item["why"].insert(0, "the matched rules send nowhere")
+        elif not item["why"]:
+            item["why"].append("rate 1: nothing sampled out")
+        if item["policy"]["rate"] != 1 and item["decisions"]:
+            item["why"].append(f"policy rate {item['policy']['rate']:g} ({item['policy']['reason']})")
     return result
+
+
+def sampling_words(point: float, rate: float, kept: bool) -> str:
+    """A destination's sampling decision in words: "kept: 0.68 is under the rate 0.9", "sampled out:
+    0.68 is not under the rate 0.5"; "" when nothing is sampled (rate 1 keeps every trace). The point
+    has two decimals, more where two would read wrongly (0.8951 under 0.9 is not "0.90")."""
+    if kept and rate >= 1:
+        return ""
+    digits = 2
+    while digits < 6 and (round(point, digits) < rate) != kept:
+        digits += 1
+    shown_point = f"{point:.{digits}f}"
+    if kept:
+        return f"kept: {shown_point} is under the rate {rate:g}"
+    return f"sampled out: {shown_point} is not under the rate {rate:g}"

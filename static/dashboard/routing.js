@@ -1,9 +1,11 @@
 // The routing pages. The rule form (templates/routing/rule_form.html): add and remove builder and
 // destination rows, and offer only the operators that fit a row's field. Without JavaScript the form
-// still works: it always has one empty row of each, and the server checks every operator.
+// still works: as opened it has one empty row of each, and the server checks every operator.
 // The rule list (templates/routing/rules.html): drag a rule by its handle to another place (native
 // HTML5 drag and drop). The drop posts the place to the rule's move form, the one the up/down
 // buttons post (same endpoint, service and version check); the buttons stay for the keyboard.
+// The sampling policy (templates/routing/sampling.html): an example's "Use" fills the first empty
+// policy row with its condition and rate (nothing is saved until "Save policy").
 (function () {
   "use strict";
 
@@ -142,4 +144,15 @@
     setTimeout(function () { place.remove(); }, 0);
   });
   document.addEventListener("dragend", finish);
+
+  document.addEventListener("click", function (event) {
+    var use = event.target.closest("[data-example-condition]");
+    if (!use) return;
+    var conditions = Array.prototype.slice.call(document.querySelectorAll("input[name$='-condition']"));
+    var empty = conditions.filter(function (input) { return !input.value.trim(); })[0];
+    if (!empty) return;
+    empty.value = use.getAttribute("data-example-condition");
+    var rate = document.getElementById(empty.id.replace(/-condition$/, "-sample_rate"));
+    if (rate) { rate.value = use.getAttribute("data-example-rate"); rate.focus(); rate.select(); }
+  });
 })();

@@ -28,6 +28,17 @@ def test_an_admin_makes_an_alert_and_sees_it_fire(page, sign_in, shoot, team, se
     page.get_by_role("link", name="New alert").click()
     page.get_by_label("Name").fill("Daily budget")
     page.get_by_label("Threshold").fill("1.50")
+    # Only the chosen window type's field shows: minutes for a rolling window, a calendar period else.
+    page.get_by_label("Over").select_option("rolling")
+    expect(page.get_by_label("Minutes")).to_be_visible()
+    expect(page.get_by_label("Period")).to_be_hidden()
+    page.get_by_label("Over").select_option("calendar")
+    expect(page.get_by_label("Minutes")).to_be_hidden()
+    expect(page.get_by_label("Period")).to_be_visible()
+    # Enabled is a checkbox with its label beside it, as every other form's.
+    enabled = page.locator(".field-check", has=page.get_by_label("Enabled"))
+    expect(enabled.locator("label.choice")).to_contain_text("Enabled")
+    expect(page.get_by_label("Enabled")).to_be_checked()
     page.get_by_label("Period").select_option("day")
     page.get_by_label("Model").fill("gpt-4o*")
     page.get_by_label("Webhooks").fill("http://169.254.169.254/latest/meta-data")

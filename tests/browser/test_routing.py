@@ -147,14 +147,15 @@ def test_a_dry_run_shows_who_would_receive_a_trace_and_why(page, sign_in, shoot,
     page.get_by_label("Metadata").fill('{"env": "prod"}')
     page.get_by_role("button", name="Test this trace").click()
     result = page.locator(".test-result")
-    expect(result).to_contain_text("Would go to audit-hook")
-    expect(result).to_contain_text("matched rule 'errors'")
-    expect(result).to_contain_text("sampled out")  # checkout-42's sample point is above 0.1
+    expect(result).to_contain_text("Would send to audit-hook")
+    expect(result.locator(".trial-matched")).to_have_text("yes errors, everything, a tenth")
+    expect(result).to_contain_text("lf-prod sampled out")  # checkout-42's sample point is above 0.1
+    expect(result).to_contain_text("is not under the rate 0.1")
     _shot(page, shoot, "routing-test")
     page.get_by_label("Model").fill("my-own-model")
     page.get_by_label("Status").select_option("success")
     page.get_by_role("button", name="Test this trace").click()
-    expect(page.locator(".test-result")).to_contain_text("cost unknown")
+    expect(page.locator(".test-result")).to_contain_text("unpriced")
 
 
 def test_the_sampling_policy_page(page, sign_in, shoot, team, admin):
@@ -172,7 +173,16 @@ def test_the_sampling_policy_page(page, sign_in, shoot, team, admin):
     policy = SamplingPolicy.objects.get(team=team)
     assert policy.default_sample_rate == 0.5
     assert policy.rules == [{"condition": 'environment == "development"', "sample_rate": 0.1}]
+    # An example condition, used: it fills the first empty row, saved with the policy.
+    expect(page.locator(".example-list li")).to_have_count(5)
+    page.get_by_role("button", name='Use "healthcheck" in tags at rate 0').click()
+    expect(page.locator("#rule-1-condition")).to_have_value('"healthcheck" in tags')
+    expect(page.locator("#rule-1-sample_rate")).to_have_value("0")
+    expect(page.locator("#rule-1-sample_rate")).to_be_focused()
     _shot(page, shoot, "routing-sampling")
+    page.get_by_role("button", name="Save policy").click()
+    expect(page.get_by_role("status")).to_contain_text("Sampling policy saved (version 2)")
+    assert SamplingPolicy.objects.get(team=team).rules[1] == {"condition": '"healthcheck" in tags', "sample_rate": 0}
 
 
 def test_a_stale_edit_is_shown_and_the_input_kept(new_page, sign_in, shoot, team, integrations, admin):

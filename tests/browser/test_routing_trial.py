@@ -12,6 +12,7 @@ from routing import edits, selectors
 from routing.models import RoutingRule
 
 from ..factories import IntegrationFactory, MembershipFactory, TraceFactory, UserFactory
+from .conftest import SCREENSHOTS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -52,9 +53,9 @@ def test_an_edit_is_tested_before_it_is_saved(page, sign_in, shoot, team, rules,
     trial.get_by_label("Status").select_option("error")
     trial.get_by_role("button", name="Test this rule").click()
     result = page.locator(".test-result")
-    expect(result).to_contain_text("Would go to lf-prod audit-hook")
-    expect(result).to_contain_text("matched rule 'expensive'")
-    expect(result.locator("tr", has_text="your edit")).to_contain_text("expensive")
+    expect(result).to_contain_text("Would send to lf-prod, audit-hook")
+    expect(result.locator(".trial-matched")).to_have_text("yes errors, expensive (your edit)")
+    expect(page.locator(".evaluations tr", has_text="your edit")).to_contain_text("expensive")
     expect(page.locator("#id_cel")).to_have_value('error && model.startsWith("gpt-4")')  # the form as typed
     assert selectors.rule_set(team.pk).version == version  # nothing saved
     assert RoutingRule.objects.get(pk=rules["expensive"].pk).condition == "cost > 0.05"
@@ -94,10 +95,46 @@ def test_a_new_rule_is_tested_before_it_is_created(page, sign_in, shoot, team, r
     trial = page.locator("#trial")
     trial.get_by_label("Tags").fill("beta, eu")
     trial.get_by_role("button", name="Test this rule").click()
-    expect(page.locator(".test-result")).to_contain_text("Would go to audit-hook")
-    expect(page.locator(".test-result tr", has_text="your edit")).to_contain_text("eu beta")
+    expect(page.locator(".test-result")).to_contain_text("Would send to audit-hook")
+    expect(page.locator(".evaluations tr", has_text="your edit")).to_contain_text("eu beta")
+    # The form comes back as filled in: no empty condition or destination row was added.
+    expect(page.locator(".cond-rows [data-row]")).to_have_count(1)
+    expect(page.locator(".dest-rows [data-row]")).to_have_count(1)
     expect(page.locator("#cond-0-op")).to_have_value("all")  # the builder is set up again after the swap
     assert not RoutingRule.objects.filter(team=team, name="eu beta").exists()
     _shot(page, shoot, "routing-new-rule-trial")
     page.get_by_role("button", name="Create rule").click()
     expect(page.get_by_role("status")).to_contain_text("Rule 'eu beta' created")
+
+
+def test_twenty_five_recent_traces_fit_one_screen(page, sign_in, shoot, team, rules, admin):
+    """ "Test this rule" on the last 25 traces: one compact table row each, all of them within one
+    1280×900 screen; the dry run says "would send", never "sent", and puts sampling in words."""
+    edits.rule_save(
+        team_id=team.pk,
+        rule={"name": "a tenth", "priority": 30, "destinations": [{"name": "lf-prod", "sample_rate": 0.9}]},
+        rule_id=None,
+        version=selectors.rule_set(team.pk).version,
+        actor="seed",
+    )
+    models = ["gpt-4o", "gpt-4o-mini", "claude-3-5-sonnet-20241022", "gemini-1.5-pro"]
+    for i in range(25):
+        TraceFactory(team=team, model=models[i % 4], status="error" if i % 5 == 0 else "success")
+    sign_in(page, admin)
+    page.goto(f"/routing/rules/{rules['errors'].pk}")
+    trial = page.locator("#trial")
+    trial.get_by_label("Recent traces").check()
+    trial.get_by_label("How many").select_option("25")
+    trial.get_by_role("button", name="Test this rule").click()
+    expect(page.locator(".results-title")).to_contain_text("25 recent traces")
+    rows = page.locator(".test-result")
+    expect(rows).to_have_count(25)
+    page.evaluate("document.querySelector('.trial-table').scrollIntoView()")
+    page.screenshot(path=str(SCREENSHOTS / "routing-trial-25-screen.png"), animations="disabled")
+    box = page.locator(".trial-table").bounding_box()
+    assert box is not None and box["height"] <= 900, f"the 25 results take {box} px, more than a screen"
+    text = page.locator("#results").inner_text()
+    assert " sent" not in text.replace("nothing was sent", "").lower()
+    assert "would send to" in text.lower()
+    assert "is under the rate 0.9" in text or "is not under the rate 0.9" in text  # "a tenth"'s 0.9, in words
+    _shot(page, shoot, "routing-trial-25")

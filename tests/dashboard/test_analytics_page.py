@@ -175,3 +175,23 @@ def test_unpriced_calls_are_counted_in_words_and_tiny_costs_keep_their_digits(as
     assert ">$0.0000035</span>" in tags and "$0.<" not in page  # not "$0."
     assert "4 of 6 calls unpriced, not in the sum" in page
     assert "</abbr>" not in models and "$0 " not in page  # not "$0 <abbr>+3</abbr>"
+
+
+def test_breakdowns_show_whole_model_names_and_all_of_them_on_asking(as_role, team):
+    now = timezone.now() - timedelta(hours=1)
+    names = [f"claude-3-5-sonnet-2024102{i}-with-a-long-suffix" for i in range(10)]
+    for i, name in enumerate(names):
+        TraceFactory(team=team, timestamp=now, model=name, provider="anthropic", cost=Decimal(i + 1))
+    client = as_role("viewer")
+    text = client.get(URL).content.decode()
+    models = text[text.index('id="breakdown-model"') : text.index('id="breakdown-provider"')]
+    assert models.count('class="key-cell"') == 8  # the top 8 by cost
+    assert all(f">{name}</a>" in models for name in names[2:])  # whole names, not cut
+    link = re.search(r'<a href="([^"]+)">Show all models</a>', models)
+    assert link is not None
+    assert "Show all providers" not in text  # one provider: all of it is shown already
+    text = client.get(html.unescape(link.group(1)).split("#")[0]).content.decode()
+    models = text[text.index('id="breakdown-model"') : text.index('id="breakdown-provider"')]
+    assert models.count('class="key-cell"') == 10 and all(f">{name}</a>" in models for name in names)
+    assert "All 10 shown" in models and "Show the top 8" in models
+    assert client.get(URL, {"show": "colour"}).status_code == 200  # an unknown breakdown: the top 8 of each

@@ -94,6 +94,64 @@ def test_bad_input_shows_next_to_the_field(client, team, changes, field, message
     assert not Report.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("choice", "crontab", "words"),
+    [
+        ({"schedule_kind": "daily", "schedule_time": "06:00"}, "0 6 * * *", "Daily at 06:00 UTC"),
+        (
+            {"schedule_kind": "weekly", "schedule_time": "8:30", "schedule_weekday": "1"},
+            "30 8 * * 1",
+            "Mondays at 08:30 UTC",
+        ),
+        (
+            {"schedule_kind": "monthly", "schedule_time": "23:59", "schedule_day": "28"},
+            "59 23 28 * *",
+            "Monthly on day 28 at 23:59 UTC",
+        ),
+        ({"schedule_kind": "custom", "schedule": "0 */6 * * *"}, "0 */6 * * *", "custom: 0 */6 * * *"),
+        ({"schedule_kind": ""}, "", "by hand"),
+    ],
+)
+def test_a_schedule_is_chosen_as_daily_weekly_monthly_or_custom(client, team, choice, crontab, words):
+    login(client, team, "admin")
+    r = client.post("/reports/new", {**GOOD, "schedule": "", **choice})
+    assert r.status_code == 302, r.context["form"].errors
+    report = Report.objects.get(team=team)
+    assert report.schedule == crontab
+    assert bool(report.periodic_task_id) == bool(crontab)  # django-celery-beat runs it
+    assert words in client.get(f"/reports/{report.pk}").content.decode()
+    form = client.get(f"/reports/{report.pk}/edit").context["form"]
+    assert form.initial["schedule_kind"] == (choice["schedule_kind"])  # shown as it was chosen
+    if "schedule_time" in choice:
+        assert form.initial["schedule_time"] == choice["schedule_time"].zfill(5)  # "8:30" → "08:30"
+
+
+@pytest.mark.parametrize(
+    ("choice", "field"),
+    [
+        ({"schedule_kind": "daily", "schedule_time": "25:00"}, "schedule_time"),
+        ({"schedule_kind": "weekly", "schedule_time": ""}, "schedule_time"),
+        ({"schedule_kind": "weekly", "schedule_time": "08:00", "schedule_weekday": "9"}, "schedule_weekday"),
+        ({"schedule_kind": "monthly", "schedule_time": "08:00", "schedule_day": "31"}, "schedule_day"),
+        ({"schedule_kind": "custom", "schedule": ""}, "schedule"),
+        ({"schedule_kind": "hourly"}, "schedule_kind"),
+    ],
+)
+def test_a_bad_schedule_choice_shows_next_to_its_field(client, team, choice, field):
+    login(client, team, "admin")
+    r = client.post("/reports/new", {**GOOD, "schedule": "", **choice})
+    assert r.status_code == 400 and field in r.context["form"].errors, r.context["form"].errors
+    assert not Report.objects.exists()
+
+
+def test_the_form_saves_leave_out_groups_with_no_traffic(client, team):
+    login(client, team, "admin")
+    client.post("/reports/new", {**GOOD, "skip_empty_groups": "on"})
+    report = Report.objects.get(team=team)
+    assert report.skip_empty_groups is True
+    assert client.get(f"/reports/{report.pk}/edit").context["form"].initial["skip_empty_groups"] is True
+
+
 def test_edit_keeps_what_it_shows(client, team, report):
     login(client, team, "admin")
     page = client.get(f"/reports/{report.pk}/edit")
@@ -178,3 +236,12 @@ def test_a_run_says_whether_its_mail_reached_anyone(client, team, settings, back
     assert ("Emailed to" in page) == (backend == "locmem")
     # and beside the recipients, before any run
     assert ('cfo@example.com<div class="sub">Not emailed: ' in page) == (backend != "locmem")
+
+
+@pytest.mark.parametrize("path", ["/reports/new", "/traces", "/analytics"])
+def test_example_dates_are_placeholders_not_values(client, team, path):
+    login(client, team, "owner")
+    text = client.get(path).content.decode()
+    for name in ("since", "until"):
+        tag = text[text.index(f'name="{name}"') :].split(">", 1)[0]
+        assert 'placeholder="e.g. 20' in tag and "value=" not in tag, tag

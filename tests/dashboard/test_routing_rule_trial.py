@@ -104,9 +104,8 @@ def test_an_edit_is_tried_in_place_of_the_saved_rule_and_nothing_is_saved(as_rol
     assert response.status_code == 200
     text = response.content.decode()
     # A cheap failed call: the saved rule would not send it to audit-hook, the edit does.
-    assert "checkout-42" in text and 'Would go to <span class="badge badge-success">lf-prod</span> ' in text
-    assert '<span class="badge badge-success">audit-hook</span>' in text
-    assert "rule “expensive”" in text and "matched rule &#x27;expensive&#x27;" in text
+    assert "checkout-42" in text and "Would send to <strong>lf-prod</strong>, <strong>audit-hook</strong>" in text
+    assert 'errors, <span class="badge badge-info" title="your edit">expensive (your edit)</span>' in text
     assert '<td>expensive <span class="badge badge-info">your edit</span>' in text
     assert ">error</textarea>" in text  # the form as typed
     assert f'name="version" value="{before[0]}"' in text  # a save afterwards is checked as before
@@ -126,7 +125,7 @@ def test_a_new_rule_is_tried_after_the_saved_ones(as_role, team, rules):
     assert text.index("<td>errors") < text.index("<td>expensive") < text.index("<td>all of it")
     mine = '<td>all of it <span class="badge badge-info">your edit</span></td><td class="num hide-narrow">30</td>'
     assert mine in text
-    assert "rule “all of it”" in text  # audit-hook, by the new rule
+    assert "<strong>audit-hook</strong>" in text  # by the new rule
     assert snapshot(team) == before and not RoutingRule.objects.filter(name="all of it").exists()
 
 
@@ -175,3 +174,33 @@ def test_recent_traces_are_routed_with_the_edit(as_role, team, other_team, rules
     assert theirs.trace_id not in text
     response = _post(as_role("admin"), url, {**data, "trial-count": "7"}, snapshot(team)[0])
     assert response.status_code == 400 and 'id="trial-count_error"' in response.content.decode()
+
+
+def test_a_test_adds_no_empty_condition_or_destination_rows(as_role, team, rules):
+    """The form comes back with the rows as filled in: the empty rows it was posted with (and no
+    new ones) are left out; a list left with nothing gets one row to type into."""
+    before = snapshot(team)
+    data = {
+        **EDITED,
+        "mode": "builder",
+        "match": "all",
+        "cond-0-field": "model",
+        "cond-0-op": "prefix",
+        "cond-0-value": "gpt-4",
+        "cond-1-field": "",
+        "cond-1-op": "eq",
+        "cond-1-value": "",
+        "dest-1-name": "",
+        "dest-1-sample_rate": "1",
+        **TRACE,
+    }
+    text = _post(as_role("admin"), f"/routing/rules/{rules['expensive'].pk}/test", data, before[0]).content.decode()
+    assert "Would send to" in text
+    assert 'id="cond-0-field"' in text and 'id="cond-1-field"' not in text
+    assert 'id="dest-0-name"' in text and 'id="dest-1-name"' not in text
+    # Nothing filled in at all: one row of each to start with.
+    data = {**EDITED, "name": "nothing yet", "mode": "every", "cond-0-field": "", "dest-0-name": "", **TRACE}
+    text = _post(as_role("admin"), "/routing/rules/new/test", data, before[0]).content.decode()
+    assert "Would send to <strong>lf-prod</strong>" in text  # by the saved "errors"
+    assert text.count('class="cond-row ') + text.count('class="cond-row"') == 2  # one row, and the template's
+    assert 'id="cond-0-field"' in text and 'id="dest-0-name"' in text and 'id="dest-1-name"' not in text

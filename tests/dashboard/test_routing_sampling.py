@@ -4,6 +4,7 @@ API's serializer and service; errors next to the field; a stale page says so and
 from __future__ import annotations
 
 import pytest
+from django.utils.html import escape
 
 from accounts.models import AuditEvent
 from routing import edits, selectors
@@ -96,3 +97,22 @@ def test_a_stale_page_says_so_and_keeps_the_input(as_role, team):
     assert SamplingPolicy.objects.get(team=team).default_sample_rate == 0.9
     assert as_role("admin").post("/routing/sampling", {**VALID, "version": 1}).status_code == 302
     assert SamplingPolicy.objects.get(team=team).default_sample_rate == 0.5
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_page_offers_example_conditions_that_save(as_role, role, team):
+    from routing.views.sampling import EXAMPLES
+
+    text = as_role(role).get("/routing/sampling").content.decode()
+    assert "Example conditions" in text
+    for condition, rate, _ in EXAMPLES:
+        assert f'data-example-condition="{escape(condition)}" data-example-rate="{rate}"' in text or role not in (
+            "owner",
+            "admin",
+        )
+        assert escape(condition) in text
+    assert ("data-example-condition" in text) == (role in ("owner", "admin"))  # "Use" for those who edit
+    # Every example is a condition the policy takes, as offered.
+    document = {"rules": [{"condition": c, "sample_rate": float(r)} for c, r, _ in EXAMPLES]}
+    policy = edits.sampling_save(team_id=team.pk, document=document, version=_version(team), actor="test")
+    assert [r["condition"] for r in policy.rules] == [c for c, _, _ in EXAMPLES]

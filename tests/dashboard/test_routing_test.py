@@ -3,9 +3,13 @@ under the saved rules; every role sees the page, members and up run it (they sen
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from routing import edits
+from routing.router import sample_point
+from routing.views.test import sampling_words
 from traces.models import Trace
 
 from ..factories import IntegrationFactory, TraceFactory
@@ -59,16 +63,18 @@ def test_a_typed_trace_shows_who_would_receive_it_and_why(as_role, role, rules):
     text = response.content.decode()
     assert "<html" not in text and 'id="results"' in text
     assert "checkout-42" in text
-    assert 'Would go to <span class="badge badge-success">lf-prod</span>' in text
-    assert "matched rule &#x27;errors&#x27;" in text
-    assert "sampled out" in text and "rate 0" in text  # the 0% rule's destination
+    assert "Would send to <strong>lf-prod</strong>" in text
+    assert '<td class="trial-matched"><span class="badge badge-success">yes</span> errors, none of it</td>' in text
+    point = sample_point("checkout-42")
+    assert f"audit-hook sampled out: {point:.2f} is not under the rate 0" in text  # in words
+    assert not re.search(r"\bsent\b", text.replace("nothing was sent", ""))  # a dry run sends nothing
     assert "condition did not match" in text  # "cheap": gpt-4o at 1,500 tokens costs $0.006
 
 
 def test_an_unpriced_model_says_cost_unknown(as_role, rules):
     response = as_role("member").post("/routing/test", {**TYPED, "model": "my-own-model", "status": "success"})
     text = response.content.decode()
-    assert "cost unknown" in text and "cost unknown: model unpriced" in text
+    assert "unpriced" in text and "cost unknown: model unpriced" in text
     assert "Would go nowhere" in text
 
 
@@ -101,3 +107,20 @@ def test_recent_traces_are_this_teams_only(as_role, team, other_team, rules):
     theirs = TraceFactory(team=other_team, model="gpt-4o")
     text = as_role("owner").post("/routing/test", {"source": "recent", "count": "10"}).content.decode()
     assert theirs.trace_id not in text and "No traces yet" in text
+
+
+def test_the_sampling_decision_is_said_in_words():
+    assert sampling_words(0.6767, 0.9, True) == "kept: 0.68 is under the rate 0.9"
+    assert sampling_words(0.6767, 0.5, False) == "sampled out: 0.68 is not under the rate 0.5"
+    assert sampling_words(0.8951, 0.9, True) == "kept: 0.895 is under the rate 0.9"  # not "0.90 is under 0.9"
+    assert sampling_words(0.29996, 0.3, True) == "kept: 0.29996 is under the rate 0.3"
+    assert sampling_words(0.42, 1.0, True) == ""  # a rate of 1 samples nothing out: nothing to explain
+
+
+def test_recent_traces_are_one_table_row_each(as_role, team, rules):
+    TraceFactory.create_batch(25, team=team, model="gpt-4o", status="error")
+    text = as_role("member").post("/routing/test", {"source": "recent", "count": "25"}).content.decode()
+    assert "25 recent traces" in text
+    assert text.count('<tr class="test-result"') == 25 and text.count("trial-table") == 1
+    assert text.count("Would send to <strong>lf-prod</strong>") == 25
+    assert "How each rule fared" not in text  # per rule only for one typed trace

@@ -112,3 +112,48 @@ def test_the_scan_stops_at_the_last_page(as_role, team, monkeypatch):
         TraceFactory(team=team, session_id="same" if i < 5 else "older", timestamp=now - timedelta(minutes=i))
     groups = as_role("viewer").get("/sessions").context["groups"]
     assert [g["session_id"] for g in groups] == ["same"]  # 4 rows read: "older" is past the scan
+
+
+@pytest.mark.parametrize("path", ["/users", "/sessions"])
+def test_users_and_sessions_sort_by_cost_calls_errors_and_last_seen(as_role, team, path):
+    now = timezone.now()
+    field = "user_id" if path == "/users" else "session_id"
+    # a: the most recent, cheap; b: 1,200 tokens' worth of calls, the dearest; c: the most errors.
+    spec = {
+        "a": [(1, "0.001", "success")],
+        "b": [(5, "0.5", "success"), (6, "0.5", "success"), (7, "0.5", "success")],
+        "c": [(9, "0.01", "error"), (10, "0.01", "error")],
+    }
+    for name, rows in spec.items():
+        for minutes, cost, status in rows:
+            TraceFactory(
+                team=team,
+                **{field: f"id-{name}"},
+                timestamp=now - timedelta(minutes=minutes),
+                cost=Decimal(cost),
+                status=status,
+                total_tokens=1200,
+            )
+    client = as_role("viewer")
+
+    def order(sort=None):
+        text = client.get(path, {"sort": sort} if sort else {}).content.decode()
+        return sorted(("id-a", "id-b", "id-c"), key=lambda i: text.index(f"<code>{i}</code>")), text
+
+    assert order()[0] == ["id-a", "id-b", "id-c"]  # last seen, the default
+    assert order("last_seen")[0] == ["id-a", "id-b", "id-c"]
+    assert order("cost")[0] == ["id-b", "id-c", "id-a"]
+    assert order("calls")[0][0] == "id-b"
+    assert order("errors")[0][0] == "id-c"
+    ranked, text = order("cost")
+    assert 'aria-sort="descending"><a class="sort is-sorted" href="?sort=cost">Cost</a>' in text
+    assert '<td class="num hide-narrow">3,600</td>' in text  # thousands separators
+    assert order("nonsense")[0] == ["id-a", "id-b", "id-c"]  # an unknown column: the default order
+
+
+def test_a_sessions_counts_have_thousands_separators(as_role, team):
+    now = timezone.now()
+    for minutes in (1, 2):
+        TraceFactory(team=team, session_id="s-big", timestamp=now - timedelta(minutes=minutes), total_tokens=1200)
+    text = as_role("viewer").get("/sessions/s-big").content.decode()
+    assert "2 calls · 2,400 tokens" in text and "1,200 tokens" in text

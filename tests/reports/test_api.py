@@ -54,6 +54,16 @@ def test_create_read_list(api):
     assert [r["id"] for r in api.get(URL).json()["data"]] == [body["id"]]
 
 
+def test_groups_with_no_traffic_can_be_left_out(api):
+    body = create(api)
+    assert body["skip_empty_groups"] is False  # as before the option
+    r = api.patch(f"{URL}/{body['id']}", {"skip_empty_groups": True}, format="json")
+    assert r.status_code == 200 and r.json()["skip_empty_groups"] is True
+    assert Report.objects.get(pk=body["id"]).skip_empty_groups is True
+    assert api.patch(f"{URL}/{body['id']}", {"name": "Renamed"}, format="json").json()["skip_empty_groups"] is True
+    assert create(api, name="Other", skip_empty_groups=None)["skip_empty_groups"] is False
+
+
 def test_the_schedule_is_a_beat_task(api):
     body = create(api)
     report = Report.objects.get(pk=body["id"])
@@ -112,6 +122,8 @@ def test_delete_takes_the_schedule_and_runs(api):
         ({"time_range": None, "schedule": None, "since": "2026-11-02T00:00:00Z"}, "until"),
         ({"time_range": None, "schedule": None, "since": "yesterday", "until": "2026-11-01T00:00:00Z"}, "since"),
         ({"colour": "red"}, "colour"),
+        ({"skip_empty_groups": "yes"}, "skip_empty_groups"),
+        ({"skip_empty_groups": 1}, "skip_empty_groups"),
     ],
 )
 def test_bad_definitions_name_the_field(api, changes, field):

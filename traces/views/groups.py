@@ -19,6 +19,14 @@ from .forms import FeedFilterForm
 from .run_source import RunFilter, run_list
 
 GROUPS_MAX = 100
+# ?sort= on /sessions and /users: the column and its key, largest (or latest) first.
+SORTS: dict[str, Any] = {
+    "last_seen": lambda g: g["last_seen"],
+    "cost": lambda g: (g["cost"] is not None, g["cost"] or 0),
+    "calls": lambda g: g["calls"],
+    "errors": lambda g: g["errors"],
+}
+SORT_LABELS = {"calls": "Calls", "cost": "Cost", "errors": "Errors", "last_seen": "Last seen"}
 CALLS_MAX = 500
 SESSION_RUNS = 50
 DEFAULT_RANGE = "24h"
@@ -47,7 +55,16 @@ def _groups(request: DashboardRequest, field: str) -> HttpResponse:
         if field == "session_id":
             row["session_url"] = reverse("trace-session", args=[row[field]])
             row["runs_url"] = f"{reverse('run-list')}?{urlencode({field: row[field]})}"
-    context |= {"groups": rows, "capped": len(rows) == GROUPS_MAX}
+    sort = request.GET.get("sort", "last_seen")
+    if sort not in SORTS:
+        sort = "last_seen"  # an unknown column: the default order, as the page says
+    rows.sort(key=SORTS[sort], reverse=True)
+    here = {k: v for k, v in request.GET.items() if k != "sort"}
+    sorts = {
+        name: {"url": "?" + urlencode({**here, "sort": name}), "label": label, "current": name == sort}
+        for name, label in SORT_LABELS.items()
+    }
+    context |= {"groups": rows, "capped": len(rows) == GROUPS_MAX, "sort": sort, "sorts": sorts}
     return render(request, "traces/groups.html", context)
 
 
