@@ -46,6 +46,7 @@ from privacy.records import export_records
 from traces.models import Trace
 from traces.records import TraceRecord
 
+from .admission import admit
 from .batches import ROW_FIELDS, chunks, units, with_batch_mates
 from .breaker import CircuitBreaker
 from .client import http_client
@@ -194,6 +195,11 @@ def _send_chunk(
     # webhook's by the name its rule gives it (a rule stored when a url could redirect an integration
     # keeps that integration's entry: its traces are never given more than before).
     records = export_records(claimed[0]["team_id"], sender.target.name, records)
+    # The integration's own settings: environments, quota, identity, transform (delivery.admission).
+    admitted = admit(
+        present, records, integration_id=integration_id, config=sender.target.config, token=token, report=report
+    )
+    present, records = admitted.rows, admitted.records
     # Each trace is encoded on its own: one this destination cannot represent gives up alone.
     batch, refused = sender.exporter.encode_batch(records)
     if refused:

@@ -207,7 +207,7 @@ def test_another_integrations_delivery_is_a_404(as_role, team, hook):
 def test_replaying_a_delivered_one_says_it_is_not_replayable(as_role, team, hook):
     done = delivery(team, hook, "delivered")
     response = as_role("member").post(f"/integrations/{hook.pk}/deliveries/{done.pk}/replay", follow=True)
-    assert "Not replayed: only dead or failed deliveries can be replayed" in response.content.decode()
+    assert "Not replayed: only dead, failed or dropped deliveries can be replayed" in response.content.decode()
 
 
 @pytest.mark.parametrize("role", ["owner", "admin", "member"])

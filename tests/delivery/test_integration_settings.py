@@ -1,0 +1,192 @@
+"""An integration's own settings in its config (environments, identity, transform, quota) as the
+webhook receiver sees them: the real webhook exporter against a receiver on loopback that checks
+the format (tests/e2e/sink.py)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.utils import timezone
+
+from delivery import admission
+from delivery.engine import deliver_batch
+from delivery.models import Delivery, DeliveryStatus
+from delivery.services import delivery_replay
+from integrations.options import quota as quota_module
+from integrations.options.quota import Quota, take, usage
+from tests.e2e.sink import WebhookSink
+from tests.factories import TraceFactory
+
+from .scripted import make_delivery, make_integration
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def sink():
+    with WebhookSink() as server:
+        yield server
+
+
+def hook(team, sink, **settings):
+    return make_integration(team, "hook", config={"url": sink.url, "headers": {}, **settings})
+
+
+def rows_of(team, count, **trace):
+    return [make_delivery(team, "hook", trace=TraceFactory(team=team, **trace)) for _ in range(count)]
+
+
+def test_an_integration_limited_to_staging_gets_no_production_trace(team, sink, published):
+    hook(team, sink, environments=["staging"])
+    production = rows_of(team, 2, environment="production")
+    staging = rows_of(team, 1, environment="staging")
+    unnamed = rows_of(team, 1, environment="")
+
+    report = deliver_batch([r.pk for r in production + staging + unnamed])
+
+    assert set(sink.stored) == {staging[0].trace.trace_id}
+    assert report.delivered == 1 and report.dropped == 3
+    for row in production + unnamed:
+        row.refresh_from_db()
+        assert (row.status, row.reason) == (DeliveryStatus.DROPPED, "environment")
+        assert "not among this integration's environments (staging)" in row.last_error
+
+
+def test_environment_map_and_withheld_ids_are_what_the_receiver_gets(team, sink, published):
+    hook(team, sink, environment_map={"prod": "production"}, send_user_id=False, send_session_id=False)
+    row = rows_of(team, 1, environment="prod", user_id="u-42", session_id="s-7")[0]
+
+    deliver_batch([row.pk])
+
+    sent = sink.stored[row.trace.trace_id]
+    assert (sent["environment"], sent["user_id"], sent["session_id"]) == ("production", "", "")
+
+
+def test_ids_are_sent_by_default(team, sink, published):
+    hook(team, sink)
+    row = rows_of(team, 1, environment="dev", user_id="u-42", session_id="s-7")[0]
+
+    deliver_batch([row.pk])
+
+    sent = sink.stored[row.trace.trace_id]
+    assert (sent["environment"], sent["user_id"], sent["session_id"]) == ("dev", "u-42", "s-7")
+
+
+def test_a_transform_dropping_input_and_truncating_output_is_what_the_receiver_gets(team, sink, published):
+    transform = [
+        {"op": "drop", "path": "input"},
+        {"op": "truncate", "path": "output", "max_chars": 10},
+        {"op": "rename", "path": "metadata.customer", "to": "metadata.account"},
+        {"op": "set", "path": "metadata.source", "value": "tracerelay"},
+        {"op": "hash", "path": "user_id"},
+    ]
+    hook(team, sink, transform=transform)
+    row = rows_of(
+        team,
+        1,
+        input={"messages": [{"role": "user", "content": "secret prompt"}]},
+        output="a long answer that goes on",
+        metadata={"customer": "acme", "keep": 1},
+        user_id="u-42",
+    )[0]
+
+    deliver_batch([row.pk])
+
+    sent = sink.stored[row.trace.trace_id]
+    assert sent["input"] is None
+    assert sent["output"] == "a long ans"
+    assert sent["metadata"] == {"account": "acme", "keep": 1, "source": "tracerelay"}
+    assert len(sent["user_id"]) == 64 and sent["user_id"] != "u-42"
+    stored = Delivery.objects.get(pk=row.pk).trace
+    assert stored.input == {"messages": [{"role": "user", "content": "secret prompt"}]}  # only the export changes
+
+
+def test_a_quota_of_5_a_minute_with_drop_lets_5_through_and_records_the_rest(team, sink, published):
+    integration = hook(team, sink, quota={"max_per_minute": 5, "over_quota": "drop"})
+    rows = rows_of(team, 8)
+
+    first = deliver_batch([r.pk for r in rows[:3]])
+    second = deliver_batch([r.pk for r in rows[3:]])  # another call (another worker): the same counter
+
+    assert first.delivered + second.delivered == 5
+    assert len(sink.stored) == 5
+    dropped = Delivery.objects.filter(pk__in=[r.pk for r in rows], status=DeliveryStatus.DROPPED)
+    assert dropped.count() == 3
+    assert set(dropped.values_list("reason", flat=True)) == {"quota"}
+    assert all("over 5 per minute" in d.last_error for d in dropped)
+    assert usage(integration.pk, Quota.of(integration.config)) == {"max_per_minute": 5}
+
+    replayed = delivery_replay(delivery=dropped.first(), actor="test")  # replayable
+    assert (replayed.status, replayed.reason) == (DeliveryStatus.PENDING, "")
+
+
+def test_a_quota_with_delay_holds_the_rest_without_spending_attempts(team, sink, published):
+    hook(team, sink, quota={"max_per_minute": 2, "over_quota": "delay"})
+    rows = rows_of(team, 5)
+    before = time.time()
+
+    report = deliver_batch([r.pk for r in rows])
+
+    assert report.delivered == 2 and report.held == 3
+    held = Delivery.objects.filter(pk__in=[r.pk for r in rows], status=DeliveryStatus.PENDING)
+    assert held.count() == 3
+    for row in held:
+        assert row.attempts == 0 and row.batch_id is None
+        assert row.next_attempt_at.timestamp() >= before + 59  # when the first sends leave the minute
+    ids, countdown = published[-1]
+    assert sorted(ids) == sorted(r.pk for r in held) and countdown >= 55
+
+
+def test_a_quota_per_day_counts_across_calls(team, sink, published):
+    hook(team, sink, quota={"max_per_day": 3, "over_quota": "drop"})
+    rows = rows_of(team, 4)
+
+    for row in rows:
+        deliver_batch([row.pk])
+
+    assert len(sink.stored) == 3
+    assert Delivery.objects.filter(pk__in=[r.pk for r in rows], status=DeliveryStatus.DROPPED).count() == 1
+
+
+def test_sampling_keeps_the_same_traces_whatever_the_order(team, sink, published, monkeypatch):
+    integration = hook(team, sink, quota={"max_per_minute": 1000, "over_quota": "sample"})
+    monkeypatch.setattr(admission, "demand_fraction", lambda *a, **k: 0.5)
+    rows = rows_of(team, 40)
+
+    deliver_batch([r.pk for r in rows])
+
+    kept = {r.trace.trace_id for r in rows if quota_module.kept_by_sample(r.trace.trace_id, 0.5)}
+    assert set(sink.stored) == kept
+    assert 5 < len(kept) < 35
+    dropped = Delivery.objects.filter(pk__in=[r.pk for r in rows], status=DeliveryStatus.DROPPED)
+    assert dropped.count() == 40 - len(kept)
+    assert all("sampled out" in d.last_error for d in dropped)
+    assert integration.pk
+
+
+def test_the_sample_fraction_is_the_quota_over_the_demand_of_the_minute_before(team):
+    integration = make_integration(team, "sampled")
+    quota = Quota({"m": 10}, "sample")
+    now = 1_800_000_030.0
+    take(integration.pk, quota, 10, demand=40, now=now - 60)  # the minute before: 40 wanted
+
+    assert quota_module.demand_fraction(integration.pk, quota, now=now) == pytest.approx(0.25)
+
+
+def test_an_unreachable_redis_holds_instead_of_dropping(team, sink, published, monkeypatch):
+    hook(team, sink, quota={"max_per_minute": 5, "over_quota": "drop"})
+
+    def down():
+        raise ConnectionError("redis is down")
+
+    monkeypatch.setattr(quota_module, "_client", down)
+    rows = rows_of(team, 2)
+
+    report = deliver_batch([r.pk for r in rows])
+
+    assert report.held == 2 and report.dropped == 0 and sink.stored == {}
+    assert all(
+        d.status == DeliveryStatus.PENDING and d.next_attempt_at > timezone.now()
+        for d in Delivery.objects.filter(pk__in=[r.pk for r in rows])
+    )
