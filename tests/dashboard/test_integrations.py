@@ -37,7 +37,7 @@ def test_every_role_sees_the_list_with_counts(as_role, role, team, hook):
     response = as_role(role).get("/integrations")
     assert response.status_code == 200
     row = response.context["rows"][0]
-    assert row["counts"] == {"delivered": 2, "failed": 1, "dead": 1, "pending": 3}
+    assert row["counts"] == {"delivered": 2, "failed": 1, "dead": 1, "pending": 3, "dropped": 0}
     text = response.content.decode()
     assert "orders-hook" in text and SECRET not in text
     assert ('href="/integrations/new"' in text) == (role in MANAGERS)
