@@ -139,6 +139,16 @@ def dead_letters(team_id: int, integration_id: int, name: str, *, limit: int) ->
     return rows, total
 
 
+def latest_trace_of_integration(team_id: int, integration_id: int, name: str) -> Any:
+    """The trace of the newest delivery of an integration (its page previews the transform on it)."""
+    return (
+        Delivery.objects.filter(of_integration(integration_id, name), team_id=team_id)
+        .order_by("-id")
+        .values_list("trace_id", flat=True)
+        .first()
+    )
+
+
 def integration_delivery(team_id: int, integration_id: int, name: str, delivery_id: int) -> Delivery | None:
     return Delivery.objects.filter(of_integration(integration_id, name), team_id=team_id, pk=delivery_id).first()
 

@@ -4,15 +4,44 @@ values come back in the edit form, and a bad value is shown next to its field.""
 
 from __future__ import annotations
 
+import copy
 import json
+import uuid
 
 import pytest
 
+from delivery import outbox
+from delivery.engine import deliver_batch
 from integrations.models import Integration
+from tests.delivery.test_integration_settings import hook, rows_of
+from tests.e2e.sink import WebhookSink
 
 from .integrations_setup import make_hook, webhook_form
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def published(monkeypatch):
+    """Delivery publishes retries to the broker: kept here instead (never a shared Redis's queue)."""
+    sent: list[list[int]] = []
+    monkeypatch.setattr(outbox, "publish", lambda ids, *, countdown=None: sent.append(list(ids)) or True)
+    return sent
+
+
+@pytest.fixture(autouse=True)
+def _own_cache_namespace(settings):
+    """Quota counters live in the shared Redis: a key prefix of this test's own."""
+    caches = copy.deepcopy(settings.CACHES)
+    caches["default"]["KEY_PREFIX"] = f"tr-test-settings-{uuid.uuid4().hex[:12]}"
+    settings.CACHES = caches
+
+
+@pytest.fixture
+def sink():
+    with WebhookSink() as server:
+        yield server
+
 
 TRANSFORM = [{"op": "drop", "path": "input"}, {"op": "truncate", "path": "output", "max_chars": 200}]
 
@@ -98,3 +127,24 @@ def test_other_platforms_have_no_response_validation_section(as_role):
 
     assert 'name="setting_transform"' in page and 'name="setting_quota_max_per_minute"' in page
     assert 'name="setting_rv_status"' not in page
+
+
+def test_the_integration_page_shows_usage_against_the_quota_and_previews_the_transform(as_role, team, sink, published):
+    integration = hook(
+        team,
+        sink,
+        quota={"max_per_minute": 5, "over_quota": "drop"},
+        transform=[{"op": "drop", "path": "input"}, {"op": "set", "path": "metadata.source", "value": "relay"}],
+    )
+    rows = rows_of(team, 7, input="the prompt", metadata={"k": "v"})
+    deliver_batch([r.pk for r in rows])
+
+    response = as_role("viewer").get(f"/integrations/{integration.pk}")
+
+    text = response.content.decode()
+    assert response.status_code == 200
+    assert '<strong class="quota-used">5</strong> of 5' in text
+    assert "2 dropped" in text
+    preview = response.context["shaping"]["preview"]
+    assert '"input": "the prompt"' in preview["before"] and '"input": null' in preview["after"]
+    assert '"source": "relay"' in preview["after"] and '"source"' not in preview["before"]

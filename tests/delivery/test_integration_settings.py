@@ -190,3 +190,16 @@ def test_an_unreachable_redis_holds_instead_of_dropping(team, sink, published, m
         d.status == DeliveryStatus.PENDING and d.next_attempt_at > timezone.now()
         for d in Delivery.objects.filter(pk__in=[r.pk for r in rows])
     )
+
+
+def test_metrics_export_the_quota_and_its_usage(client, settings, team, sink, published):
+    settings.METRICS_TOKEN = ""
+    integration = hook(team, sink, quota={"max_per_minute": 5, "max_per_day": 50, "over_quota": "drop"})
+    deliver_batch([r.pk for r in rows_of(team, 3)])
+
+    body = client.get("/metrics").content.decode()
+
+    labels = f'integration="{integration.name}",team="{team.pk}"'
+    assert f'tracerelay_integration_quota_limit{{{labels},window="max_per_minute"}} 5.0' in body
+    assert f'tracerelay_integration_quota_used{{{labels},window="max_per_minute"}} 3.0' in body
+    assert f'tracerelay_integration_quota_used{{{labels},window="max_per_day"}} 3.0' in body
