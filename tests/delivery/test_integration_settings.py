@@ -4,6 +4,7 @@ the format (tests/e2e/sink.py)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -15,7 +16,7 @@ from delivery.models import Delivery, DeliveryStatus
 from delivery.services import delivery_replay
 from integrations.options import quota as quota_module
 from integrations.options.quota import Quota, take, usage
-from tests.e2e.sink import WebhookSink
+from tests.e2e.sink import Answer, WebhookSink
 from tests.factories import TraceFactory
 
 from .scripted import make_delivery, make_integration
@@ -203,3 +204,71 @@ def test_metrics_export_the_quota_and_its_usage(client, settings, team, sink, pu
     assert f'tracerelay_integration_quota_limit{{{labels},window="max_per_minute"}} 5.0' in body
     assert f'tracerelay_integration_quota_used{{{labels},window="max_per_minute"}} 3.0' in body
     assert f'tracerelay_integration_quota_used{{{labels},window="max_per_day"}} 3.0' in body
+
+
+# --- response validation (the webhook's config.response_validation) ---------------------------------
+
+
+def answer_always(sink, status: int, body: dict) -> None:
+    sink.default = Answer(status, body=json.dumps(body).encode())
+
+
+def test_a_200_whose_body_carries_errors_is_not_delivered(team, sink, published):
+    make_integration(
+        team,
+        "hook",
+        config={"url": sink.url, "headers": {}, "response_validation": {"json_path": "errors"}},
+        retry_policy={"max_attempts": 2, "base_delay_s": 1, "max_delay_s": 10},
+    )
+    answer_always(sink, 200, {"errors": ["index is read-only"]})
+    row = rows_of(team, 1)[0]
+
+    report = deliver_batch([row.pk])
+
+    row.refresh_from_db()
+    assert report.delivered == 0 and report.retried == 1
+    assert row.status == DeliveryStatus.PENDING and row.last_status_code == 200
+    assert 'with errors: ["index is read-only"]' in row.last_error
+
+    Delivery.objects.filter(pk=row.pk).update(next_attempt_at=timezone.now())
+    deliver_batch([row.pk])  # the last attempt: dead-lettered with the destination's reason
+
+    row.refresh_from_db()
+    assert row.status == DeliveryStatus.DEAD and "index is read-only" in row.last_error
+
+
+def test_errors_naming_traces_refuse_only_those(team, sink, published):
+    hook(team, sink, response_validation={"json_path": "errors"})
+    rows = rows_of(team, 3)
+    bad = rows[1].trace.trace_id
+    answer_always(sink, 200, {"errors": [{"id": bad, "message": "payload too large"}]})
+
+    report = deliver_batch([r.pk for r in rows])
+
+    assert report.delivered == 2 and report.retried == 1
+    refused = Delivery.objects.get(pk=rows[1].pk)
+    assert refused.status == DeliveryStatus.PENDING
+    assert "refused this trace" in refused.last_error and "payload too large" in refused.last_error
+    assert {Delivery.objects.get(pk=r.pk).status for r in (rows[0], rows[2])} == {DeliveryStatus.DELIVERED}
+
+
+@pytest.mark.parametrize(
+    ("checks", "status", "body", "delivered"),
+    [
+        ({"status": [202]}, 200, {"ok": True}, False),
+        ({"status": [200, 202]}, 202, {"ok": True}, True),
+        ({"body_must_contain": '"ok": true'}, 200, {"ok": False}, False),
+        ({"body_must_contain": '"ok": true'}, 200, {"ok": True}, True),
+        ({"json_path": "result.errors"}, 200, {"result": {"errors": []}}, True),
+        ({"json_path": "result.errors"}, 200, {"result": {"errors": {"x": 1}}}, False),
+        ({}, 200, {"errors": ["ignored without checks"]}, True),
+    ],
+)
+def test_each_check(team, sink, published, checks, status, body, delivered):
+    hook(team, sink, **({"response_validation": checks} if checks else {}))
+    answer_always(sink, status, body)
+    row = rows_of(team, 1)[0]
+
+    deliver_batch([row.pk])
+
+    assert (Delivery.objects.get(pk=row.pk).status == DeliveryStatus.DELIVERED) is delivered
