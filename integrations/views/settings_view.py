@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.apps import apps
+
 from delivery.selectors import latest_trace_of_integration
 from traces.models import Trace
 from traces.records import TraceRecord
@@ -43,6 +45,13 @@ def transform_preview(integration: Integration) -> dict[str, Any] | None:
     }
 
 
+def integration_alerts(integration: Integration) -> list[Any]:
+    """The team's alerts on this integration's deliveries (scope ``integration``: its name). By
+    model name: the alerts app sits above the integrations' pages in the layers."""
+    alert = apps.get_model("alerts", "Alert")
+    return list(alert.objects.filter(team_id=integration.team_id, scope__integration=integration.name).order_by("name"))
+
+
 def settings_view(integration: Integration) -> dict[str, Any]:
     config = integration.config or {}
     quota = Quota.of(config)
@@ -68,5 +77,6 @@ def settings_view(integration: Integration) -> dict[str, Any]:
         "quota": quota,
         "quota_windows": windows,
         "response_validation": config.get("response_validation"),
+        "alerts": integration_alerts(integration),
         "preview": transform_preview(integration) if config.get("transform") or config.get("environment_map") else None,
     }

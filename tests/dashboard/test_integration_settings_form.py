@@ -10,6 +10,8 @@ import uuid
 
 import pytest
 
+from alerts.definition import parse_alert
+from alerts.services import alert_create
 from delivery import outbox
 from delivery.engine import deliver_batch
 from integrations.models import Integration
@@ -148,3 +150,23 @@ def test_the_integration_page_shows_usage_against_the_quota_and_previews_the_tra
     preview = response.context["shaping"]["preview"]
     assert '"input": "the prompt"' in preview["before"] and '"input": null' in preview["after"]
     assert '"source": "relay"' in preview["after"] and '"source"' not in preview["before"]
+
+
+def test_the_integration_page_lists_its_alerts(as_role, team):
+    hook = make_hook(team)
+    spec = parse_alert(
+        {
+            "name": "Hook failing",
+            "metric": "delivery_failure_rate",
+            "threshold": 0.05,
+            "window": {"type": "rolling", "minutes": 60},
+            "scope": {"integration": hook.name},
+        }
+    )
+    alert = alert_create(team_id=team.pk, spec=spec, actor="test")[0]
+
+    response = as_role("viewer").get(f"/integrations/{hook.pk}")
+
+    text = response.content.decode()
+    assert response.status_code == 200
+    assert f'href="/alerts/{alert.pk}"' in text and "delivery_failure_rate ≥ 5%" in text
