@@ -40,7 +40,7 @@ def settings_fields(platform: str) -> dict[str, forms.Field]:
             placeholder="staging, production",
         ),
         "environment_map": _text(
-            "Environment names there",
+            "Environment mapping",
             "One per line: our environment = the destination's name for it. Names not listed pass unchanged.",
             rows=2,
             placeholder="prod = production",
@@ -72,11 +72,12 @@ def settings_fields(platform: str) -> dict[str, forms.Field]:
             required=False,
             initial="delay",
             choices=[
-                ("delay", "delay: hold until there is room (nothing lost)"),
-                ("sample", "sample: keep a consistent fraction, drop the rest"),
-                ("drop", "drop: record each as dropped (replayable)"),
+                ("delay", "delay"),
+                ("sample", "sample"),
+                ("drop", "drop"),
             ],
-            help_text="What happens to traces the quota has no room for.",
+            help_text="For traces the quota has no room for. delay: held until there is room (nothing lost); "
+            "sample: a consistent fraction kept; drop: recorded as dropped (replayable).",
         ),
     }
     assert {c for c, _ in fields["quota_over_quota"].choices} == set(OVER_QUOTA)  # type: ignore[attr-defined]

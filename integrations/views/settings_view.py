@@ -16,6 +16,7 @@ from traces.records import TraceRecord
 from ..models import Integration
 from ..options.quota import WINDOWS, Quota, usage
 from ..options.shaping import Shaping
+from ..options.transform import operation_json, parse_transform
 
 PREVIEW_FIELDS = ("environment", "user_id", "session_id", "tags", "metadata", "input", "output")
 PREVIEW_MAX = 4000  # characters of each side shown
@@ -54,6 +55,7 @@ def integration_alerts(integration: Integration) -> list[Any]:
 
 def settings_view(integration: Integration) -> dict[str, Any]:
     config = integration.config or {}
+    transform = parse_transform(config.get("transform"))
     quota = Quota.of(config)
     windows: list[dict[str, Any]] = []
     if quota is not None:
@@ -73,10 +75,13 @@ def settings_view(integration: Integration) -> dict[str, Any]:
         "send_user_id": config.get("send_user_id") is not False,
         "send_session_id": config.get("send_session_id") is not False,
         "transform": config.get("transform") or [],
-        "transform_json": [json.dumps(op, ensure_ascii=False) for op in config.get("transform") or []],
+        # In the order they are written (op, path, then the rest), not the order storage keeps.
+        "transform_json": [json.dumps(operation_json(op), ensure_ascii=False) for op in transform],
         "quota": quota,
         "quota_windows": windows,
-        "response_validation": config.get("response_validation"),
+        "response_validation": json.dumps(config["response_validation"], ensure_ascii=False)
+        if config.get("response_validation")
+        else "",
         "alerts": integration_alerts(integration),
         "preview": transform_preview(integration) if config.get("transform") or config.get("environment_map") else None,
     }
