@@ -7,7 +7,9 @@
   false, "", [] or {}); a body that is not JSON fails it too;
 * ``body_must_contain``: text the body must contain.
 
-A failed check is retried like a 5xx, then dead-lettered, with the answer as the reason. When the
+Without ``response_validation``, a 2xx whose body is a JSON object with a non-empty ``errors`` is a
+failure too (`DEFAULT_CHECKS`, applied only to JSON bodies): a receiver that says it failed is
+believed. A failed check is retried like a 5xx, then dead-lettered, with the answer as the reason. When the
 value at ``json_path`` is a list of objects each naming a trace of the batch (``id`` or
 ``trace_id``), only those traces are refused, each with its own entry as the reason; the others
 are delivered.
@@ -23,6 +25,7 @@ from typing import Any
 import httpx
 
 SNIPPET = 300
+DEFAULT_CHECKS = {"json_path": "errors"}
 
 
 @dataclass(frozen=True)
@@ -65,8 +68,16 @@ def _named_items(errors: Any, trace_ids: set[str]) -> dict[str, str]:
     return out
 
 
-def check_answer(response: httpx.Response, checks: Mapping[str, Any], trace_ids: set[str]) -> Verdict:
-    """A 2xx ``response`` against the checks."""
+def check_answer(response: httpx.Response, checks: Mapping[str, Any] | None, trace_ids: set[str]) -> Verdict:
+    """A 2xx ``response`` against the checks (None: `DEFAULT_CHECKS`, on a JSON body only)."""
+    if not checks:
+        try:
+            body = json.loads(response.content or b"null")
+        except ValueError:
+            return Verdict()
+        if not isinstance(body, Mapping) or not body.get("errors"):
+            return Verdict()
+        checks = DEFAULT_CHECKS
     status = checks.get("status")
     if status and response.status_code not in status:
         return Verdict(f"answered HTTP {response.status_code}, not one of {', '.join(map(str, status))}")

@@ -261,7 +261,9 @@ def test_errors_naming_traces_refuse_only_those(team, sink, published):
         ({"body_must_contain": '"ok": true'}, 200, {"ok": True}, True),
         ({"json_path": "result.errors"}, 200, {"result": {"errors": []}}, True),
         ({"json_path": "result.errors"}, 200, {"result": {"errors": {"x": 1}}}, False),
-        ({}, 200, {"errors": ["ignored without checks"]}, True),
+        ({}, 200, {"errors": ["refused even without checks"]}, False),
+        ({}, 200, {"errors": []}, True),
+        ({"status": [200]}, 200, {"errors": ["a status check alone ignores the body"]}, True),
     ],
 )
 def test_each_check(team, sink, published, checks, status, body, delivered):
