@@ -52,12 +52,9 @@ local granted = n
 if mlimit > 0 then granted = math.min(granted, math.max(0, mlimit - mused)) end
 if dlimit > 0 then granted = math.min(granted, math.max(0, dlimit - dused)) end
 if mlimit > 0 and granted > 0 then
-  local entries = {}
   for i = 1, granted do
-    table.insert(entries, now)
-    table.insert(entries, ARGV[5] .. i)
+    redis.call('ZADD', KEYS[1], now, ARGV[5] .. i)
   end
-  redis.call('ZADD', KEYS[1], unpack(entries))
   redis.call('PEXPIRE', KEYS[1], 61000)
 end
 if dlimit > 0 then

@@ -198,6 +198,11 @@ class Transform:
     def __bool__(self) -> bool:
         return bool(self.operations)
 
+    def nested_roots(self) -> set[str]:
+        """The fields an operation changes inside (not replaced whole): they must be copied first."""
+        out = {op.path[0] for op in self.operations if len(op.path) > 1 or op.op == "rename"}
+        return out | {op.to[0] for op in self.operations if op.to}
+
     def roots(self) -> set[str]:
         return {op.path[0] for op in self.operations} | {op.to[0] for op in self.operations if op.to}
 
