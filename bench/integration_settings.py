@@ -38,7 +38,9 @@ RECORD = TraceRecord(
     model="gpt-4o-mini",
     provider="openai",
     timestamp=datetime.now(UTC),
-    input={"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is OTLP? " * 40}]},
+    input={
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is OTLP? " * 40}]
+    },
     output={"choices": [{"message": {"role": "assistant", "content": "OpenTelemetry's protocol. " * 60}}]},
     metadata={"customer": "acme", "plan": "pro", "region": "eu"},
     environment="prod",
@@ -79,7 +81,7 @@ def main() -> None:
     quota = Quota({"m": 100_000, "d": 1_000_000_000}, "drop")
     for size in (1, 100):
         integration = int(uuid.uuid4().int % 1_000_000_000)
-        us = per_call_us(lambda: take(integration, quota, size), max(200, n // 100))
+        us = per_call_us(lambda i=integration, k=size: take(i, quota, k), max(200, n // 100))
         print(f"quota grant, chunk of {size:3}:       {us:8.1f} µs per chunk ({us / size:.2f} µs per trace)")
 
 
