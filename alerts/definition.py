@@ -15,9 +15,11 @@ from django.core.validators import validate_email
 from config.fields import has_control_characters
 from integrations.urlguard import url_refusal
 
-from .models import Metric, Period, WindowType
+from .models import DELIVERY_METRICS, Metric, Period, WindowType
 
-SCOPE_KEYS = ("user_id", "model", "tag", "environment", "service_name")
+SCOPE_KEYS = ("user_id", "model", "tag", "environment", "service_name", "integration")
+TRACE_METRICS = (Metric.COST, Metric.TOKENS)
+METRICS = (*TRACE_METRICS, Metric.DELIVERY_FAILURE_RATE, Metric.DEAD_LETTERS, Metric.OLDEST_PENDING_S)
 FIELDS = frozenset({"name", "metric", "threshold", "window", "scope", "notify", "enabled"})
 BUILTIN_FIXED = FIELDS - {"enabled", "notify", "threshold"}  # what the built-in alert keeps as it is
 MAX_WINDOW_MINUTES = 31 * 24 * 60
@@ -75,8 +77,8 @@ def parse_alert(data: Mapping[str, Any], *, base: AlertSpec | None = None) -> Al
         else:
             values["name"] = name.strip()
     if "metric" in data:
-        if data["metric"] not in (Metric.COST, Metric.TOKENS):
-            errors["metric"] = ["Use cost or tokens."]
+        if data["metric"] not in METRICS:
+            errors["metric"] = [f"Use one of {', '.join(METRICS)}."]
         else:
             values["metric"] = data["metric"]
     if "threshold" in data:
@@ -96,9 +98,28 @@ def parse_alert(data: Mapping[str, Any], *, base: AlertSpec | None = None) -> Al
             errors["enabled"] = ["true or false."]
         else:
             values["enabled"] = data["enabled"]
+    if not errors:
+        _metric_and_scope(values, errors)
     if errors:
         raise AlertError(errors)
     return AlertSpec(**values)
+
+
+def _metric_and_scope(values: dict[str, Any], errors: dict[str, list[str]]) -> None:
+    """A delivery metric measures one integration's deliveries: its scope is that integration and
+    nothing else; a trace metric (cost, tokens) takes no integration. A failure rate is a fraction."""
+    metric, scope = values.get("metric"), values.get("scope") or {}
+    if metric in DELIVERY_METRICS:
+        if not scope.get("integration"):
+            errors["scope.integration"] = [f'{metric} measures one integration: give {{"integration": "<name>"}}.']
+        for key in sorted(set(scope) - {"integration"}):
+            errors[f"scope.{key}"] = [f"Not for {metric}: it measures deliveries, scoped by integration only."]
+        if metric == Metric.DELIVERY_FAILURE_RATE and values.get("threshold", 0) > 1:
+            errors["threshold"] = ["A failure rate is a fraction from 0 to 1 (0.05 is 5%)."]
+    elif "integration" in scope and metric is not None:
+        errors["scope.integration"] = [
+            f"Only for {', '.join(sorted(DELIVERY_METRICS))}: {metric} measures traces, not deliveries."
+        ]
 
 
 def _threshold(value: Any) -> Decimal | None:

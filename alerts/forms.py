@@ -22,7 +22,17 @@ class AlertForm(forms.Form):
     name = forms.CharField(
         label="Name", max_length=200, widget=forms.TextInput(attrs={"placeholder": "Monthly budget"})
     )
-    metric = forms.ChoiceField(label="Measure", choices=[("cost", "Cost (USD)"), ("tokens", "Tokens")])
+    metric = forms.ChoiceField(
+        label="Measure",
+        choices=[
+            ("cost", "Cost (USD)"),
+            ("tokens", "Tokens"),
+            ("delivery_failure_rate", "Delivery failure rate of an integration (0 to 1)"),
+            ("dead_letters", "Dead letters of an integration"),
+            ("oldest_pending_s", "Oldest waiting delivery of an integration (seconds)"),
+        ],
+        help_text="An integration's measures need its name below; a failure rate of 0.05 is 5%.",
+    )
     threshold = forms.CharField(
         label="Threshold", widget=forms.TextInput(attrs={"inputmode": "decimal", "placeholder": "500"})
     )
@@ -39,6 +49,12 @@ class AlertForm(forms.Form):
     tag = _text("Tag")
     environment = _text("Environment", "production")
     service_name = _text("Service")
+    integration = forms.CharField(
+        label="Integration",
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "langfuse-prod"}),
+        help_text="For the delivery measures: the integration's name (and no other scope).",
+    )
     emails = forms.CharField(
         label="Email to",
         required=False,

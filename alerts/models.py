@@ -18,6 +18,13 @@ class Metric(models.TextChoices):
     COST = "cost", "Cost (USD)"
     TOKENS = "tokens", "Tokens"
     UNPRICED = "unpriced", "Unpriced or usage-less traces"  # the built-in alert's
+    # An integration's deliveries (scope {"integration": "<name>"}):
+    DELIVERY_FAILURE_RATE = "delivery_failure_rate", "Delivery failure rate"
+    DEAD_LETTERS = "dead_letters", "Dead letters"
+    OLDEST_PENDING_S = "oldest_pending_s", "Oldest pending delivery (seconds)"
+
+
+DELIVERY_METRICS = frozenset({Metric.DELIVERY_FAILURE_RATE, Metric.DEAD_LETTERS, Metric.OLDEST_PENDING_S})
 
 
 class WindowType(models.TextChoices):
@@ -42,12 +49,14 @@ BUILTIN_UNPRICED = "unpriced"
 class Alert(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="alerts")
     name = models.CharField(max_length=200)
-    metric = models.CharField(max_length=10, choices=Metric.choices)
+    metric = models.CharField(max_length=30, choices=Metric.choices)
     threshold = models.DecimalField(max_digits=24, decimal_places=10)
     window_type = models.CharField(max_length=10, choices=WindowType.choices)
     window_minutes = models.PositiveIntegerField(null=True, blank=True)
     period = models.CharField(max_length=5, choices=Period.choices, blank=True)
-    scope = models.JSONField(default=dict, blank=True, help_text="user_id, model, tag, environment, service_name")
+    scope = models.JSONField(
+        default=dict, blank=True, help_text="user_id, model, tag, environment, service_name; integration"
+    )
     emails = models.JSONField(default=list, blank=True)
     webhooks = models.JSONField(default=list, blank=True, help_text='[{"url": ...}]')
     signing_secret = models.TextField(blank=True, help_text="Fernet token: the webhook signing secret.")

@@ -80,6 +80,7 @@ class ScopeSerializer(serializers.Serializer):
     tag = _text()
     environment = _text()
     service_name = _text()
+    integration = _text()
 
 
 class WebhookSerializer(serializers.Serializer):
@@ -102,7 +103,13 @@ class AlertInSerializer(serializers.Serializer):
     name = serializers.RegexField(
         NAME_PATTERN, max_length=MAX_TEXT, help_text="1-200 characters, no control characters."
     )
-    metric = serializers.ChoiceField(choices=["cost", "tokens"], help_text="cost: USD of priced traces")
+    metric = serializers.ChoiceField(
+        choices=["cost", "tokens", "delivery_failure_rate", "dead_letters", "oldest_pending_s"],
+        help_text="cost: USD of priced traces; tokens: total tokens. Of one integration's deliveries (scope "
+        '`{"integration": "<name>"}`, required): delivery_failure_rate (failed or dead ÷ settled, of the '
+        "deliveries created in the window, a fraction 0-1), dead_letters (dead-lettered in the window), "
+        "oldest_pending_s (the age of its oldest waiting delivery now, whatever the window).",
+    )
     threshold = ThresholdField()
     window = WindowField()
     scope = ScopeSerializer(required=False, allow_null=True, help_text="Each key optional; null or empty: any.")
@@ -113,7 +120,9 @@ class AlertInSerializer(serializers.Serializer):
 class AlertOutSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
-    metric = serializers.ChoiceField(choices=["cost", "tokens", "unpriced"])
+    metric = serializers.ChoiceField(
+        choices=["cost", "tokens", "unpriced", "delivery_failure_rate", "dead_letters", "oldest_pending_s"]
+    )
     threshold = serializers.FloatField()
     window = WindowField()
     scope = serializers.DictField(child=serializers.CharField(), help_text="The keys set (user_id, model, tag, …).")

@@ -17,9 +17,10 @@ from accounts.models import Membership, Role, Team
 from accounts.services import audit
 from config import metrics
 from config.crypto import encrypt_json
+from integrations.models import Integration
 
 from . import notify
-from .definition import AlertSpec
+from .definition import AlertError, AlertSpec
 from .models import BUILTIN_UNPRICED, Alert, AlertEvent, EventKind, Metric, State, WindowType
 from .windows import measure, window_at
 
@@ -53,8 +54,16 @@ def _apply(alert: Alert, spec: AlertSpec) -> None:
     alert.enabled = spec.enabled
 
 
+def _check_integration(team_id: int, spec: AlertSpec) -> None:
+    """A delivery metric names an integration of the team (`AlertError` on ``scope.integration``)."""
+    name = spec.scope.get("integration")
+    if name and not Integration.objects.filter(team_id=team_id, name=name).exists():
+        raise AlertError({"scope.integration": [f"No integration named {name!r} in this team."]})
+
+
 def alert_create(*, team_id: int, spec: AlertSpec, actor: str) -> tuple[Alert, str]:
     """The alert and its webhook signing secret (shown once: only the encrypted form is kept)."""
+    _check_integration(team_id, spec)
     secret = "whsec_" + secrets.token_urlsafe(24)
     alert = Alert(team_id=team_id, signing_secret=encrypt_json({"secret": secret}))
     _apply(alert, spec)
@@ -70,6 +79,8 @@ def alert_create(*, team_id: int, spec: AlertSpec, actor: str) -> tuple[Alert, s
 
 
 def alert_update(*, alert: Alert, spec: AlertSpec, actor: str) -> Alert:
+    if spec.scope.get("integration") != (alert.scope or {}).get("integration"):
+        _check_integration(alert.team_id, spec)
     window_changed = (spec.window_type, spec.window_minutes, spec.period, spec.metric, spec.threshold, spec.scope) != (
         alert.window_type,
         alert.window_minutes,

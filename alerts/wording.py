@@ -14,9 +14,16 @@ from .models import Alert, Metric, WindowType
 
 
 def figure(metric: str, value: Decimal | float | int) -> str:
-    """A value of the alert's measure: "$0.50", "1,200 tokens", "3 traces"."""
+    """A value of the alert's measure: "$0.50", "1,200 tokens", "3 traces", "12.5%", "3 dead
+    letters", "95 s"."""
     if metric == Metric.COST:
         return usd(value)
+    if metric == Metric.DELIVERY_FAILURE_RATE:
+        return f"{float(value) * 100:.4g}%"
+    if metric == Metric.DEAD_LETTERS:
+        return f"{int(value):,} dead letter" + ("" if int(value) == 1 else "s")
+    if metric == Metric.OLDEST_PENDING_S:
+        return f"{int(value):,} s"
     return f"{int(value):,}" + (" tokens" if metric == Metric.TOKENS else " traces")
 
 
@@ -25,10 +32,18 @@ def condition(alert: Alert) -> str:
         return f"Cost ≥ {usd(alert.threshold)}"
     if alert.metric == Metric.TOKENS:
         return f"Tokens ≥ {int(alert.threshold):,}"
+    if alert.metric == Metric.DELIVERY_FAILURE_RATE:
+        return f"Delivery failure rate ≥ {figure(alert.metric, alert.threshold)}"
+    if alert.metric == Metric.DEAD_LETTERS:
+        return f"{figure(alert.metric, alert.threshold)} or more"
+    if alert.metric == Metric.OLDEST_PENDING_S:
+        return f"A delivery waiting ≥ {figure(alert.metric, alert.threshold)}"
     return f"{int(alert.threshold):,}+ unpriced or usage-less traces"
 
 
 def window_words(alert: Alert) -> str:
+    if alert.metric == Metric.OLDEST_PENDING_S:
+        return "now"
     if alert.window_type == WindowType.ROLLING:
         return f"in the last {alert.window_minutes} minutes"
     return f"this {alert.period} (UTC)"

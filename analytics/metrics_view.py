@@ -28,6 +28,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from config import metrics  # noqa: F401  (defines the metrics in this process)
 from delivery.models import Delivery, DeliveryStatus
 from delivery.selectors import worker_counts
+from integrations.models import Integration
+from integrations.options.quota import WINDOWS, Quota, usage_many
 
 from .live import broker_queue_lengths
 
@@ -69,6 +71,7 @@ class QueueCollector:
         for state, count in worker_counts().items():
             workers.add_metric([state], count)
         yield workers
+        yield from quota_metrics()
         lengths = broker_queue_lengths()
         if lengths is not None:
             broker = GaugeMetricFamily(
@@ -77,6 +80,33 @@ class QueueCollector:
             for queue, length in sorted(lengths.items()):
                 broker.add_metric([queue], length)
             yield broker
+
+
+def quota_metrics() -> Iterator[Metric]:
+    """Each integration with a ``config.quota``: its limits, and the sends counted now in each
+    window (the shared Redis counters the delivery workers draw from)."""
+    limit = GaugeMetricFamily(
+        "tracerelay_integration_quota_limit",
+        "An integration's quota (config.quota) by team id, integration name and window (max_per_minute: "
+        "any 60 seconds; max_per_day: the UTC day).",
+        labels=["team", "integration", "window"],
+    )
+    used = GaugeMetricFamily(
+        "tracerelay_integration_quota_used",
+        "Traces sent to an integration within its quota's window now (the same labels as the limit).",
+        labels=["team", "integration", "window"],
+    )
+    rows = Integration.objects.filter(config__has_key="quota").values_list("pk", "team_id", "name", "config")
+    quotas = [(pk, team, name, quota) for pk, team, name, config in rows if (quota := Quota.of(config)) is not None]
+    counted = usage_many([(pk, quota) for pk, _, _, quota in quotas])
+    for pk, team, name, quota in quotas:
+        for window, letter, _ in WINDOWS:
+            if letter in quota.limits:
+                limit.add_metric([str(team), name, window], quota.limits[letter])
+                if pk in counted:
+                    used.add_metric([str(team), name, window], counted[pk][window])
+    yield limit
+    yield used
 
 
 def exposition() -> bytes:

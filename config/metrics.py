@@ -27,7 +27,7 @@ from prometheus_client import Counter, Histogram  # noqa: E402  (after the folde
 
 # Trace sources (Trace.source) → the ingest path label.
 PATHS = {"api": "rest", "batch": "batch", "otlp": "otlp", "proxy": "proxy"}
-DELIVERY_OUTCOMES = ("delivered", "retried", "failed", "dead", "deferred")
+DELIVERY_OUTCOMES = ("delivered", "retried", "failed", "dead", "deferred", "dropped", "held")
 ALERT_OUTCOMES = ("ok", "fired", "resolved", "error")
 
 TRACES_INGESTED = Counter(

@@ -144,9 +144,10 @@ def _content(request: httpx.Request) -> bytes:
         return b""
 
 
-def export_recorded(exporter: Exporter, batch: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> None:
+def export_recorded(exporter: Exporter, batch: Sequence[Any], rows: Sequence[Mapping[str, Any]]) -> Any:
     """``exporter.export_encoded(batch)`` with its HTTP exchanges recorded, one export record per
-    row (trace) sent; the exporter's exception, if any, is recorded and raised again unchanged."""
+    row (trace) sent; the exporter's exception, if any, is recorded and raised again unchanged, and
+    what it returns (the items refused) is returned."""
     masker = Masker(secret_values(exporter.target.config, exporter.secret_fields))
     client = exporter.client
     recorder = RecordingClient(client, masker)
@@ -154,7 +155,10 @@ def export_recorded(exporter: Exporter, batch: Sequence[Any], rows: Sequence[Map
     started = time.perf_counter()
     outcome: dict[str, Any] = {"ok": True}
     try:
-        exporter.export_encoded(batch)
+        refused = exporter.export_encoded(batch)
+        if refused:
+            outcome["refused"] = {str(i): masker.text(error.message) for i, error in refused.items()}
+        return refused
     except BaseException as exc:
         outcome = {
             "ok": False,

@@ -1,8 +1,8 @@
 """The deliveries API: the outbox as the user sees it, and replay of what failed.
 
-GET  /api/v1/deliveries                 list (filters: status, destination, trace, since, until), newest first
+GET  /api/v1/deliveries                 list (filters: status, reason, destination, trace, since, until), newest first
 GET  /api/v1/deliveries/{id}            one
-POST /api/v1/deliveries/{id}/replay     a dead or failed delivery → a fresh pending attempt
+POST /api/v1/deliveries/{id}/replay     a dead, failed or dropped delivery → a fresh pending attempt
 POST /api/v1/deliveries/replay          every dead letter (optionally one destination's, or since a time)
 """
 
@@ -23,7 +23,7 @@ from config.fields import StrictCharField
 from config.problems import Problem, json_object, problem_responses
 
 from . import selectors
-from .models import DeliveryStatus
+from .models import DeliveryStatus, DropReason
 from .services import NotReplayable, deliveries_replay_dead, delivery_replay
 
 DEFAULT_LIMIT = 50
@@ -45,6 +45,10 @@ class DeliverySerializer(serializers.Serializer):
     next_attempt_at = serializers.DateTimeField(allow_null=True, help_text="When a pending delivery is due.")
     last_error = serializers.CharField(help_text="The most recent failure, kept after a later success.")
     last_status_code = serializers.IntegerField(allow_null=True)
+    reason = serializers.CharField(
+        help_text="Why a dropped delivery was not sent: `quota` (over the integration's `config.quota`) or "
+        "`environment` (not among its `config.environments`); empty otherwise."
+    )
     fallback_of = serializers.IntegerField(
         source="fallback_of_id", allow_null=True, help_text="The delivery this one stands in for."
     )
@@ -63,6 +67,9 @@ class DeliverySerializer(serializers.Serializer):
 
 class DeliveryListQuery(serializers.Serializer):
     status = serializers.ChoiceField(choices=DeliveryStatus.values, required=False)
+    reason = serializers.ChoiceField(
+        choices=DropReason.values, required=False, help_text="Dropped deliveries by why they were not sent."
+    )
     destination = serializers.CharField(required=False, max_length=200)
     trace = serializers.CharField(required=False, max_length=128, help_text="A trace's public id.")
     since = serializers.DateTimeField(required=False, help_text="Created at or after (ISO 8601).")
@@ -153,7 +160,7 @@ class DeliveryReplayView(APIView):
     @extend_schema(
         operation_id="deliveries_replay",
         tags=["Deliveries"],
-        summary="Replay one dead or failed delivery",
+        summary="Replay one dead, failed or dropped delivery",
         request=None,
         responses={
             202: DeliverySerializer,

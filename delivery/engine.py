@@ -11,6 +11,9 @@ token is still ours. Outcomes:
   destination's Retry-After), until the integration's ``max_attempts``;
 * a permanent failure, the last attempt, or a destination that no longer resolves → the row gives up:
   ``failed`` with a new row for the next fallback destination, or ``dead`` (the dead letter, replayable);
+* items the destination refused in an answer that accepted the others (`Exporter.export_encoded`
+  returns them, with its reason for each) → retried or given up each with that reason, the others
+  delivered;
 * a trace the exporter cannot encode (`Exporter.encode_batch`: a time its format cannot represent,
   a span older than the destination accepts) → that row alone gives up the same way, with the
   reason; the rest of its chunk is sent.
@@ -38,7 +41,7 @@ from django.utils import timezone
 from config import invalidation, metrics
 from debugmode.recording import export_recorded
 from debugmode.state import active as debug_active
-from integrations.exporters.base import Exporter, ExportError, Target
+from integrations.exporters.base import Exporter, ExportError, Refused, Target
 from integrations.models import Integration
 from integrations.registry import exporter_class
 from integrations.selectors import resolve_target
@@ -46,6 +49,7 @@ from privacy.records import export_records
 from traces.models import Trace
 from traces.records import TraceRecord
 
+from .admission import admit
 from .batches import ROW_FIELDS, chunks, units, with_batch_mates
 from .breaker import CircuitBreaker
 from .client import http_client
@@ -194,6 +198,11 @@ def _send_chunk(
     # webhook's by the name its rule gives it (a rule stored when a url could redirect an integration
     # keeps that integration's entry: its traces are never given more than before).
     records = export_records(claimed[0]["team_id"], sender.target.name, records)
+    # The integration's own settings: environments, quota, identity, transform (delivery.admission).
+    admitted = admit(
+        present, records, integration_id=integration_id, config=sender.target.config, token=token, report=report
+    )
+    present, records = admitted.rows, admitted.records
     # Each trace is encoded on its own: one this destination cannot represent gives up alone.
     batch, refused = sender.exporter.encode_batch(records)
     waiting = sender.exporter.waiting
@@ -211,9 +220,9 @@ def _send_chunk(
         return
     try:
         if debug_active(claimed[0]["team_id"]):  # debug mode: the exporter's requests are recorded
-            export_recorded(sender.exporter, batch, present)
+            answer = export_recorded(sender.exporter, batch, present)
         else:
-            sender.exporter.export_encoded(batch)
+            answer = sender.exporter.export_encoded(batch)
     except ExportError as exc:
         error: ExportError = exc
     except httpx.HTTPError as exc:  # an exporter that let a transport error through: transient
@@ -222,6 +231,10 @@ def _send_chunk(
         log.exception("exporter %s crashed", sender.target.platform)
         error = ExportError(f"exporter error: {type(exc).__name__}: {exc}")
     else:
+        rejected: Refused = answer or {}
+        if rejected:  # the destination took some items and refused these, saying why
+            _refused_items([present[i] for i in rejected], list(rejected.values()), token, sender, report)
+            present = [r for i, r in enumerate(present) if i not in rejected]
         now = timezone.now()
         report.delivered += mine(token, present).update(
             status=DeliveryStatus.DELIVERED,
@@ -241,6 +254,30 @@ def _send_chunk(
         return
     breaker.record_failure(probe=probe)
     _failed(present, token, error, sender.policy, integration_id, report)
+
+
+def _refused_items(
+    rows: list[dict[str, Any]],
+    errors: list[ExportError],
+    token: uuid.UUID,
+    sender: _Sender,
+    report: DeliveryReport,
+) -> None:
+    """Items the destination refused in an answer that accepted others: each gives up (permanent)
+    or is retried, with the destination's reason for it."""
+    integration_id = sender.integration.pk if sender.integration is not None else None
+    by_error: dict[tuple[str, bool, int | None], list[dict[str, Any]]] = defaultdict(list)
+    first: dict[tuple[str, bool, int | None], ExportError] = {}
+    for row, error in zip(rows, errors, strict=True):
+        key = (_error_text(error), error.permanent, error.status_code)
+        by_error[key].append(row)
+        first.setdefault(key, error)
+    for key, same in by_error.items():
+        error = first[key]
+        if error.permanent:
+            give_up(same, token, key[0], error.status_code, integration_id, report)
+        else:
+            _failed(same, token, error, sender.policy, integration_id, report)
 
 
 def _failed(

@@ -14,6 +14,12 @@ class DeliveryStatus(models.TextChoices):
     DELIVERED = "delivered"
     FAILED = "failed"  # gave up here; a fallback row carries on
     DEAD = "dead"  # dead letter: replayable
+    DROPPED = "dropped"  # not sent, on purpose: `reason` says why (quota, environment); replayable
+
+
+class DropReason(models.TextChoices):
+    QUOTA = "quota"  # over the integration's quota (`config.quota`, over_quota drop or sample)
+    ENVIRONMENT = "environment"  # the trace's environment is not among the integration's `config.environments`
 
 
 class Delivery(models.Model):
@@ -53,6 +59,9 @@ class Delivery(models.Model):
     delivered_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    # Why a dropped row was not sent (`DropReason`); empty otherwise. A database default: adding the
+    # column does not rewrite the table.
+    reason = models.CharField(max_length=20, blank=True, default="", db_default="", choices=DropReason.choices)
     replay_count = models.PositiveIntegerField(default=0)
     replayed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

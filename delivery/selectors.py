@@ -24,6 +24,7 @@ ROW_FIELDS = (
     "next_attempt_at",
     "last_error",
     "last_status_code",
+    "reason",
     "fallback_of_id",
     "replay_count",
     "replayed_at",
@@ -52,6 +53,8 @@ def delivery_page(team_id: int, filters: Mapping[str, Any], *, limit: int) -> tu
     qs = deliveries_for_team(team_id)
     if "status" in filters:
         qs = qs.filter(status=filters["status"])
+    if "reason" in filters:
+        qs = qs.filter(reason=filters["reason"])
     if "destination" in filters:
         qs = qs.filter(destination=filters["destination"])
     if "trace" in filters:
@@ -84,16 +87,17 @@ COUNTED: dict[str, str] = {
     DeliveryStatus.DELIVERED: "delivered",
     DeliveryStatus.FAILED: "failed",
     DeliveryStatus.DEAD: "dead",
+    DeliveryStatus.DROPPED: "dropped",
 }
 
 
 def integration_delivery_counts(
     team_id: int, integrations: Iterable[tuple[int, str]], *, since: datetime
 ) -> dict[int, dict[str, int]]:
-    """(integration id, name) pairs → {id: {delivered, failed, dead, pending}} of the deliveries
-    created since ``since``, one grouped query for them all."""
+    """(integration id, name) pairs → {id: {delivered, failed, dead, pending, dropped}} of the
+    deliveries created since ``since``, one grouped query for them all."""
     pairs = list(integrations)
-    counts = {pk: dict.fromkeys(("delivered", "failed", "dead", "pending"), 0) for pk, _ in pairs}
+    counts = {pk: dict.fromkeys(("delivered", "failed", "dead", "pending", "dropped"), 0) for pk, _ in pairs}
     if not pairs:
         return counts
     by_name = {name: pk for pk, name in pairs}
@@ -133,6 +137,16 @@ def dead_letters(team_id: int, integration_id: int, name: str, *, limit: int) ->
     )
     total = len(rows) if len(rows) < limit else qs.count()
     return rows, total
+
+
+def latest_trace_of_integration(team_id: int, integration_id: int, name: str) -> Any:
+    """The trace of the newest delivery of an integration (its page previews the transform on it)."""
+    return (
+        Delivery.objects.filter(of_integration(integration_id, name), team_id=team_id)
+        .order_by("-id")
+        .values_list("trace_id", flat=True)
+        .first()
+    )
 
 
 def integration_delivery(team_id: int, integration_id: int, name: str, delivery_id: int) -> Delivery | None:

@@ -16,12 +16,12 @@ from .breaker import breaker_reset
 from .models import Delivery, DeliveryStatus
 from .selectors import of_integration
 
-REPLAYABLE = (DeliveryStatus.DEAD, DeliveryStatus.FAILED)
+REPLAYABLE = (DeliveryStatus.DEAD, DeliveryStatus.FAILED, DeliveryStatus.DROPPED)
 
 
 class NotReplayable(Exception):
     def __init__(self, status: str) -> None:
-        super().__init__(f"only dead or failed deliveries can be replayed; this one is {status}")
+        super().__init__(f"only dead, failed or dropped deliveries can be replayed; this one is {status}")
         self.status = status
 
 
@@ -35,6 +35,7 @@ def _replay_values(now: datetime) -> dict[str, Any]:
         "claimed_at": None,
         "replay_count": F("replay_count") + 1,
         "replayed_at": now,
+        "reason": "",
         "updated_at": now,
     }
 

@@ -38,6 +38,8 @@ class DeliveryReport:
     dead: int = 0
     deferred: int = 0  # circuit open: rescheduled without an attempt
     skipped: int = 0  # not pending, not due, or claimed by someone else
+    dropped: int = 0  # not sent on purpose (over quota, another environment): `Delivery.reason`
+    held: int = 0  # over quota with over_quota "delay": pending again when the window has room
     fallbacks: list[int] = field(default_factory=list)
 
 
@@ -185,6 +187,49 @@ def defer(rows: list[dict[str, Any]], retry_at: float) -> int:
     if changed:
         outbox.publish([r["id"] for r in claimed], countdown=max(0.0, (when - now).total_seconds()))
     return int(changed)
+
+
+def drop(
+    rows: list[dict[str, Any]],
+    token: uuid.UUID,
+    reason: str,
+    message: str,
+    integration_id: int | None,
+    report: DeliveryReport,
+) -> None:
+    """Not sent, on purpose: dropped with the reason (`DropReason`), no fallback; replayable."""
+    if not rows:
+        return
+    report.dropped += mine(token, rows).update(
+        status=DeliveryStatus.DROPPED,
+        reason=reason,
+        claim_token=None,
+        last_error=message,
+        last_status_code=None,
+        integration_id=integration_id,
+        updated_at=timezone.now(),
+    )
+
+
+def hold(rows: list[dict[str, Any]], token: uuid.UUID, until: float, report: DeliveryReport) -> None:
+    """Claimed rows back to pending at ``until`` (epoch seconds) without spending an attempt: the
+    quota's ``delay``. They leave their batch (sent with whatever is due then)."""
+    if not rows:
+        return
+    now = timezone.now()
+    when = datetime.fromtimestamp(until, tz=now.tzinfo) + timedelta(seconds=random.uniform(0, 1.0))
+    changed = mine(token, rows).update(
+        status=DeliveryStatus.PENDING,
+        claim_token=None,
+        attempts=F("attempts") - 1,
+        batch_id=None,
+        next_attempt_at=when,
+        dispatched_at=now,
+        updated_at=now,
+    )
+    report.held += changed
+    if changed:
+        outbox.publish([r["id"] for r in rows], countdown=max(0.0, (when - now).total_seconds()))
 
 
 def give_up(

@@ -50,6 +50,9 @@ class DeliveryCountsSerializer(serializers.Serializer):
     failed = serializers.IntegerField(min_value=0, help_text="Gave up here; a fallback destination carried on.")
     dead = serializers.IntegerField(min_value=0, help_text="Dead letters: replayable.")
     pending = serializers.IntegerField(min_value=0, help_text="Waiting to be sent or being sent.")
+    dropped = serializers.IntegerField(
+        min_value=0, help_text="Not sent on purpose: over its quota, or another environment (replayable)."
+    )
 
 
 class IntegrationOutSerializer(serializers.Serializer):

@@ -56,14 +56,92 @@ class RetryPolicySerializer(serializers.Serializer):
         return dict(super().to_internal_value(data))
 
 
+_OPERATION = {
+    "type": "object",
+    "required": ["op", "path"],
+    "properties": {
+        "op": {"type": "string", "enum": ["drop", "truncate", "rename", "set", "hash"]},
+        "path": {
+            "type": "string",
+            "description": "Dot-separated, from input, output, metadata, user_id, session_id, environment, "
+            "service_name, model, provider, error_message, error_type or tags; `*` for every key.",
+            "examples": ["metadata.customer"],
+        },
+        "max_chars": {"type": "integer", "minimum": 1, "maximum": 1000000, "description": "truncate"},
+        "to": {"type": "string", "description": "rename: the new path (inside input, output or metadata)"},
+        "value": {"description": "set: any JSON (a string for text fields, a list of strings for tags)"},
+    },
+    "additionalProperties": False,
+}
+
+# The settings every integration's config carries beside its platform's fields (integrations.options).
+CONFIG_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Platform settings: project concept `{apiKey, projectId}`, key pair "
+    "`{publicKey, secretKey, host}`, webhook `{url, headers}`, plus each platform's own fields "
+    "(docs/destinations/<platform>.md). Secrets are stored encrypted and shown masked. Beside them, the "
+    "settings of every integration below (docs/destinations/index.md); left out means the default, "
+    "null in a PATCH removes one; a bad value is a 400 naming `config.<setting>`.",
+    "properties": {
+        "environments": {
+            "type": "array",
+            "items": {"type": "string", "maxLength": 100},
+            "maxItems": 50,
+            "description": "The environments this integration receives; empty or absent: all. A trace of "
+            "another environment is dropped (delivery status `dropped`, reason `environment`).",
+        },
+        "environment_map": {
+            "type": "object",
+            "additionalProperties": {"type": "string", "maxLength": 100},
+            "description": "Our environment name → the destination's.",
+        },
+        "send_user_id": {"type": "boolean", "default": True, "description": "false: user ids are not sent."},
+        "send_session_id": {"type": "boolean", "default": True, "description": "false: session ids are not sent."},
+        "transform": {
+            "type": "array",
+            "items": _OPERATION,
+            "maxItems": 50,
+            "description": "Operations applied in order to the trace as it is sent here (after the PII "
+            "policy, before the exporter encodes); an error names the operation (`operation 2 (truncate): …`).",
+        },
+        "quota": {
+            "type": "object",
+            "properties": {
+                "max_per_minute": {"type": "integer", "minimum": 1, "maximum": 100000},
+                "max_per_day": {"type": "integer", "minimum": 1, "maximum": 1000000000},
+                "over_quota": {"type": "string", "enum": ["delay", "sample", "drop"], "default": "delay"},
+            },
+            "additionalProperties": False,
+            "description": "Traces sent per minute (any 60 s) and per UTC day, counted across every delivery "
+            "worker; over it: delay (held), sample (a consistent fraction kept) or drop (recorded as "
+            "dropped, reason `quota`, replayable). At least one limit.",
+        },
+        "response_validation": {
+            "type": "object",
+            "properties": {
+                "status": {"type": "array", "items": {"type": "integer", "minimum": 200, "maximum": 299}},
+                "json_path": {"type": "string", "description": "Must be absent or empty in the answer's JSON."},
+                "body_must_contain": {"type": "string", "maxLength": 1000},
+            },
+            "additionalProperties": False,
+            "description": "Webhook only: when a 2xx answer still counts as a failure (retried, then dead-lettered "
+            "with the answer as the reason).",
+        },
+    },
+    "additionalProperties": True,
+}
+
+
+@extend_schema_field(CONFIG_SCHEMA)
+class ConfigField(serializers.DictField):
+    """The integration's ``config``: any object here; the platform's exporter and
+    `options.schema` check it (services.clean_platform_config)."""
+
+
 class IntegrationInSerializer(serializers.Serializer):
     name = StrictCharField(max_length=100, help_text="Unique in the team; rules name integrations by it.")
     platform = PlatformField(help_text=f"One of {', '.join(PLATFORMS)} (also `custom-webhook`, `wandb`).")
-    config = serializers.DictField(
-        help_text="Platform settings: project concept `{apiKey, projectId}`, key pair "
-        "`{publicKey, secretKey, host}`, webhook `{url, headers}`, plus each platform's own fields "
-        "(docs/destinations/<platform>.md). Secrets are stored encrypted and shown masked."
-    )
+    config = ConfigField()
     default_tags = serializers.ListField(
         child=StrictCharField(max_length=200), required=False, default=list, max_length=MAX_TAGS
     )

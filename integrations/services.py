@@ -24,6 +24,7 @@ from config.problems import InvalidInput
 from .exporters.base import CheckResult, ConfigError, Target
 from .exporters.configs import URL_KINDS, Field, is_sensitive_header, split_secrets
 from .models import Integration, default_retry_policy
+from .options.schema import clean_settings, split_settings
 from .outbound import guarded_transport
 from .registry import canonical_platform, exporter_class, platform_names
 from .selectors import full_config, target_for
@@ -59,10 +60,24 @@ def _fields(platform: str) -> tuple[Field, ...]:
 
 
 def clean_platform_config(platform: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The platform's fields and the settings of every integration (`options.schema`), checked
+    together: `InvalidIntegration` with every problem of both, as ``config.<field>``."""
+    if not isinstance(config, Mapping):
+        raise InvalidIntegration({"config": ["config must be an object"]})
+    own, settings = split_settings(config)
+    errors: dict[str, list[str]] = {}
+    cleaned: dict[str, Any] = {}
     try:
-        return exporter_class(platform).validate_config(config)
+        cleaned = exporter_class(platform).validate_config(own)
     except ConfigError as exc:
-        raise InvalidIntegration({f"config.{k}" if k else "config": v for k, v in exc.errors.items()})
+        errors.update(exc.errors)
+    try:
+        cleaned.update(clean_settings(settings, platform=platform))
+    except ConfigError as exc:
+        errors.update(exc.errors)
+    if errors:
+        raise InvalidIntegration({f"config.{k}" if k else "config": v for k, v in errors.items()})
+    return cleaned
 
 
 def _check_name(name: str, platform: str) -> None:

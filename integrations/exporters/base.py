@@ -8,9 +8,13 @@ An exporter works in two steps, so that one bad trace never takes a batch down:
   `Unencodable`; any other exception is a failure of that trace alone too. `encode_batch` runs it
   per trace and returns the refusals beside the encoded items; delivery gives those traces up
   (fallback, else dead letter) with the reason and sends the rest.
-* `Exporter.export_encoded` sends a batch of encoded items. It raises `ExportError`;
-  ``permanent=True`` means retrying cannot help (bad credentials, a 4xx other than 408/429), so
-  delivery skips straight to fallbacks.
+* `Exporter.export_encoded` sends a batch of encoded items. It raises `ExportError` when the
+  whole batch failed; ``permanent=True`` means retrying cannot help (bad credentials, a 4xx other
+  than 408/429), so delivery skips straight to fallbacks. When the destination's answer refuses
+  some items and accepts the others (a body naming per-item errors, an OTLP partial success, a
+  batch conflict resolved item by item), it returns those items as `Refused` (batch index → the
+  `ExportError` of that item, with the destination's reason): delivery retries or dead-letters
+  them and counts the rest as delivered.
 
 Exporters are synchronous: Celery workers call them with a shared `httpx.Client`, a batch at a time.
 """
@@ -62,6 +66,11 @@ class Encoded:
 
     record: TraceRecord
     item: Any
+
+
+# What `Exporter.export_encoded` returns: the items the destination refused (index in the batch →
+# why, as an `ExportError`), None or empty when it took them all.
+Refused = dict[int, ExportError]
 
 
 class ConfigError(InvalidInput):
@@ -118,15 +127,16 @@ class Exporter:
         itself by default (an exporter whose `export_encoded` reads records)."""
         return record
 
-    def export_encoded(self, batch: Sequence[Encoded]) -> None:
-        """Send encoded traces (≤ ``max_batch``) with stable ids, so a re-send never duplicates."""
+    def export_encoded(self, batch: Sequence[Encoded]) -> Refused | None:
+        """Send encoded traces (≤ ``max_batch``) with stable ids, so a re-send never duplicates;
+        the items the destination refused, if it said which."""
         raise NotImplementedError
 
-    def export(self, traces: Sequence[TraceRecord]) -> None:
+    def export(self, traces: Sequence[TraceRecord]) -> Refused | None:
         """Encode and send; here a trace that cannot be encoded fails the whole call (delivery uses
         `encode_batch` to set such traces aside instead)."""
         self.prepare(traces)
-        self.export_encoded([Encoded(record, self.encode(record)) for record in traces])
+        return self.export_encoded([Encoded(record, self.encode(record)) for record in traces])
 
     def encode_batch(self, traces: Sequence[TraceRecord]) -> tuple[list[Encoded], dict[int, str]]:
         """Encode each trace on its own: the encoded ones, and index → reason for those refused

@@ -19,10 +19,10 @@ from typing import Any, ClassVar
 
 from traces.records import TraceRecord
 
-from .base import CheckResult, Encoded, Unencodable
+from .base import CheckResult, Encoded, ExportError, Refused, Unencodable
 from .calls import Call, Message, iso, since_1970_ns, to_json
 from .configs import Field
-from .transport import HttpExporter
+from .transport import HttpExporter, errors_in_answer
 
 SITES = (
     "datadoghq.com",
@@ -182,16 +182,35 @@ class DatadogExporter(HttpExporter):
             )
         return to_json(span_for(call)).encode()
 
-    def export_encoded(self, batch: Sequence[Encoded]) -> None:
+    def export_encoded(self, batch: Sequence[Encoded]) -> Refused | None:
+        """One request per chunk under the payload limit. A chunk that fails after another went
+        through refuses its own spans only (the spans already taken are not sent again); a failure
+        of the first chunk is the whole batch's. A 2xx whose body reports errors fails its chunk."""
         head = b'{"data":{"type":"span","attributes":{"ml_app":' + to_json(self.config["mlApp"]).encode()
+        refused: Refused = {}
+        start = 0
         for chunk in _chunks([e.item for e in batch]):
+            indexes = range(start, start + len(chunk))
+            start += len(chunk)
             body = head + b',"spans":[' + b",".join(chunk) + b"]}}}"
-            self.send(
-                "POST",
-                f"{self.base_url}/api/intake/llm-obs/v1/trace/spans",
-                content=body,
-                headers={**self.headers(), "Content-Type": "application/json"},
-            )
+            try:
+                response = self.send(
+                    "POST",
+                    f"{self.base_url}/api/intake/llm-obs/v1/trace/spans",
+                    content=body,
+                    headers={**self.headers(), "Content-Type": "application/json"},
+                )
+                reported = errors_in_answer(response)
+                if reported:
+                    raise ExportError(
+                        f"{self.destination} answered HTTP {response.status_code} with errors: {reported}",
+                        status_code=response.status_code,
+                    )
+            except ExportError as exc:
+                if indexes.start == 0 and len(indexes) == len(batch):
+                    raise
+                refused.update(dict.fromkeys(indexes, exc))
+        return refused or None
 
     def check(self) -> CheckResult:
         """Datadog's key validation endpoint (``GET /api/v1/validate``)."""

@@ -96,6 +96,7 @@ def langfuse_attributes(call: Call) -> dict[str, Any]:
 
 
 class LangfuseExporter(OtlpExporter):
+    resend_to_find_refused = True  # Langfuse upserts observations by id: a span sent again is one
     platform = "langfuse"
     label = "Langfuse"
     max_batch = 512

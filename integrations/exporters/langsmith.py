@@ -22,14 +22,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 from uuid import UUID
 
+import httpx
+
 from traces.lineage import Ancestor, ancestors
 from traces.records import TraceRecord
 
 from . import ids
-from .base import CheckResult, Encoded, NotYet, Unencodable
+from .base import CheckResult, Encoded, ExportError, NotYet, Refused, Unencodable
 from .calls import Call, iso, to_json
 from .configs import Field
-from .transport import HttpExporter, error_for_response
+from .transport import HttpExporter, error_for_response, errors_in_answer
 
 # Our span kinds → LangSmith run types (llm, chain, tool, retriever, embedding, prompt, parser).
 RUN_TYPES = {
@@ -194,21 +196,47 @@ class LangsmithExporter(HttpExporter):
             chain = found
         return to_json(run_for(call, str(self.config["projectId"]), chain)).encode()
 
-    def export_encoded(self, batch: Sequence[Encoded]) -> None:
+    def export_encoded(self, batch: Sequence[Encoded]) -> Refused | None:
         if not batch:
-            return
-        body = b'{"post":[' + b",".join(e.item for e in batch) + b'],"patch":[]}'
-        response = self.request(
+            return None
+        response = self._post([e.item for e in batch])
+        if response.status_code == 409 and len(batch) > 1:
+            # Some run ids of the batch are stored already and LangSmith refused the whole batch:
+            # each run alone learns which are new (a stored one answers 409 again: delivered).
+            return self._one_by_one(batch)
+        self._raise_for_answer(response)
+        return None
+
+    def _post(self, items: Sequence[bytes]) -> httpx.Response:
+        body = b'{"post":[' + b",".join(items) + b'],"patch":[]}'
+        return self.request(
             "POST",
             f"{self.config['endpoint']}/runs/batch",
             content=body,
             headers={**self.headers(), "Content-Type": "application/json"},
         )
+
+    def _raise_for_answer(self, response: httpx.Response) -> None:
         if response.status_code == 409:
             return  # these run ids are already stored: a retry of something that got through
         error = error_for_response(response, self.destination)
         if error is not None:
             raise error
+        reported = errors_in_answer(response)
+        if reported:
+            raise ExportError(
+                f"{self.destination} answered HTTP {response.status_code} with errors: {reported}",
+                status_code=response.status_code,
+            )
+
+    def _one_by_one(self, batch: Sequence[Encoded]) -> Refused:
+        refused: Refused = {}
+        for index, encoded in enumerate(batch):
+            try:
+                self._raise_for_answer(self._post([encoded.item]))
+            except ExportError as exc:
+                refused[index] = exc
+        return refused
 
     def check(self) -> CheckResult:
         """Lists one project (``GET /sessions``): the key and the workspace, nothing written."""

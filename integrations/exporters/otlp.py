@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from traces.records import TraceRecord
 
 from . import otlp_encoding
-from .base import CheckResult, Encoded, ExportError
+from .base import CheckResult, Encoded, ExportError, Refused
 from .calls import Call
 from .configs import Field
 from .transport import HttpExporter
@@ -83,12 +83,32 @@ class OtlpExporter(HttpExporter):
             headers["Content-Encoding"] = "gzip"
         return self.send("POST", self.traces_url(), content=body, headers=headers)
 
-    def export_encoded(self, batch: Sequence[Encoded]) -> None:
+    def export_encoded(self, batch: Sequence[Encoded]) -> Refused | None:
         if not batch:
-            return
+            return None
         request = otlp_encoding.assemble(e.item for e in batch)
         response = self.post_request(request)
+        rejected, _ = _partial_success(response)
+        if rejected and 1 < len(batch) and rejected < len(batch) and self.resend_to_find_refused:
+            return self._find_refused(batch)
         self.raise_for_partial_success(response, len(batch))
+        return None
+
+    def _find_refused(self, batch: Sequence[Encoded]) -> Refused:
+        """A partial success names how many spans were refused, not which: each span is sent again
+        alone (stored once by its id at this destination) and its own answer says."""
+        refused: Refused = {}
+        for index, encoded in enumerate(batch):
+            try:
+                response = self.post_request(otlp_encoding.assemble([encoded.item]))
+                self.raise_for_partial_success(response, 1)
+            except ExportError as exc:
+                refused[index] = exc
+        return refused
+
+    # Whether a partly refused batch may be sent again span by span to learn which spans were
+    # refused: only where a span sent twice is stored once (an upsert by span id).
+    resend_to_find_refused: ClassVar[bool] = False
 
     def raise_for_partial_success(self, response: httpx.Response, sent: int) -> None:
         """OTLP's partial success: HTTP 200 that names rejected spans. Retrying cannot help (the

@@ -79,6 +79,21 @@ def error_for_response(response: httpx.Response, destination: str) -> ExportErro
     return ExportError(message, permanent=True, status_code=status)
 
 
+def errors_in_answer(response: httpx.Response) -> str | None:
+    """A 2xx JSON answer that still reports errors (a non-empty top-level ``errors`` or ``error``,
+    as LangSmith's and Datadog's error bodies have them): the reason, else None."""
+    if "json" not in response.headers.get("content-type", "") or not response.content:
+        return None
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    if not isinstance(body, dict):
+        return None
+    found = body.get("errors") or body.get("error")
+    return body_snippet(response) if found else None
+
+
 class HttpExporter(Exporter):
     """Base of every exporter here. Subclasses declare ``fields`` and implement `export`/`check`."""
 

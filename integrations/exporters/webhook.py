@@ -20,7 +20,8 @@ from typing import Any, ClassVar
 from traces.records import TraceRecord
 
 from . import ids
-from .base import CheckResult, Encoded
+from .answers import check_answer
+from .base import CheckResult, Encoded, ExportError, Refused
 from .calls import Call, iso, to_json
 from .configs import Field
 from .transport import HttpExporter
@@ -121,14 +122,27 @@ class WebhookExporter(HttpExporter):
     def encode(self, record: TraceRecord) -> bytes:
         return to_json(trace_payload(Call.of(record, self.target))).encode()
 
-    def export_encoded(self, batch: Sequence[Encoded]) -> None:
+    def export_encoded(self, batch: Sequence[Encoded]) -> Refused | None:
         if not batch:
-            return
+            return None
         delivery_id = ids.batch_key(batch[0].record.team_id, [e.record.trace_id for e in batch])
         head = {"type": "traces", "version": PAYLOAD_VERSION, "id": delivery_id, "destination": self.target.name}
         # The payload is `head` plus "traces": [trace_payload(call) …], spliced from the encoded traces.
         body = to_json(head).encode()[:-1] + b',"traces":[' + b",".join(e.item for e in batch) + b"]}"
-        self.send("POST", str(self.config["url"]), content=body, headers=self._headers(body, "traces", delivery_id))
+        headers = self._headers(body, "traces", delivery_id)
+        response = self.send("POST", str(self.config["url"]), content=body, headers=headers)
+        checks = self.config.get("response_validation")
+        verdict = check_answer(response, checks, {e.record.trace_id for e in batch})
+        if verdict.problem is None:
+            return None
+        if verdict.items:  # the errors name traces of the batch: only those are refused
+            return {
+                index: ExportError(f"{self.destination} refused this trace: {verdict.items[e.record.trace_id]}")
+                for index, e in enumerate(batch)
+                if e.record.trace_id in verdict.items
+            }
+        # Like a 5xx: retried, then dead-lettered, with the answer as the reason.
+        raise ExportError(f"{self.destination} {verdict.problem}", status_code=response.status_code)
 
     def check(self) -> CheckResult:
         """A ``ping`` event (signed when a secret is set); any 2xx passes."""

@@ -19,6 +19,7 @@ from ..exporters.configs import Field
 from ..models import Integration
 from ..registry import exporter_class
 from ..services import public_config, secrets_set
+from .settings_form import ERROR_FIELDS, settings_document, settings_fields, settings_initial
 
 CONFIG = "config_"  # form field prefix of a platform config field
 CLEAR = "__clear"  # suffix of the "remove the stored secret" box of an optional secret
@@ -117,6 +118,7 @@ class IntegrationForm(forms.Form):
                 self.fields[CONFIG + f.name + CLEAR] = forms.BooleanField(
                     label=f"Remove the stored {field_label(f.name).lower()}", required=False
                 )
+        self.fields.update(settings_fields(platform))
         if integration is None:
             self.fields["name"].initial = platform
 
@@ -130,8 +132,10 @@ class IntegrationForm(forms.Form):
             "timeout_s": f"{integration.timeout_s:g}",
             **{RETRY + k: f"{v:g}" for k, v in policy.items() if isinstance(v, (int, float))},
         }
-        for key, value in public_config(integration).items():
+        shown = public_config(integration)
+        for key, value in shown.items():
             initial[CONFIG + key] = pairs_text(value, ": ") if isinstance(value, Mapping) else value
+        initial.update(settings_initial(shown))
         return initial
 
     def _config_field(self, f: Field, is_set: bool, shown: Any) -> forms.Field:
@@ -183,6 +187,11 @@ class IntegrationForm(forms.Form):
             help_text = f"Default {f.default}." if isinstance(f.default, str) else ""
         return SchemaCharField(label=label, required=f.required, help_text=help_text, widget=widget)
 
+    @property
+    def validates_responses(self) -> bool:
+        """Whether the platform takes ``config.response_validation`` (the form's section for it)."""
+        return "setting_rv_status" in self.fields
+
     # --- the form → the API's document -------------------------------------------------------
 
     def config_rows(self) -> list[tuple[forms.BoundField, forms.BoundField | None]]:
@@ -215,7 +224,7 @@ class IntegrationForm(forms.Form):
             doc["timeout_s"] = data["timeout_s"].strip()
         policy = {k: data[RETRY + k].strip() for k in ("max_attempts", "base_delay_s", "max_delay_s")}
         doc["retry_policy"] = {k: v for k, v in policy.items() if v}
-        doc["config"] = self._config()
+        doc["config"] = {**self._config(), **settings_document(self, patch=self.integration is not None)}
         return None if self.errors else doc
 
     def _config(self) -> dict[str, Any]:
@@ -265,6 +274,8 @@ class IntegrationForm(forms.Form):
             return RETRY + rest.split(".")[0]
         if head == "config" and CONFIG + rest.split(".")[0] in self.fields:
             return CONFIG + rest.split(".")[0]
+        if head == "config" and ERROR_FIELDS.get(rest.split(".")[0]) in self.fields:
+            return ERROR_FIELDS[rest.split(".")[0]]
         return None
 
 

@@ -21,6 +21,7 @@ from .. import selectors, services
 from ..exporters.base import CheckResult
 from ..models import Integration, Platform
 from .forms import field_label, pairs_text, platform_fields
+from .settings_view import settings_view
 
 MANAGE = Permission.MANAGE_INTEGRATIONS
 DEAD_SHOWN = 50
@@ -80,6 +81,7 @@ def _detail(request: DashboardRequest, integration: Integration, status: int = 2
         "integration": integration,
         "platform_label": Platform(integration.platform).label,
         "settings_rows": settings_rows(integration),
+        "shaping": settings_view(integration),
         "policy": {**(integration.retry_policy or {})},
         "counts": counts,
         "dead": dead,

@@ -88,7 +88,14 @@ def test_fuzz_unknown_scope_keys_and_fields_are_refused_and_the_schema_closes_th
     assert Alert.objects.get(pk=alert["id"]).threshold == 5  # unchanged
     for name in ("AlertInRequest", "PatchedAlertInRequest", "ScopeRequest", "NotifyRequest", "WebhookRequest"):
         assert components[name]["additionalProperties"] is False, name
-    assert set(components["ScopeRequest"]["properties"]) == {"user_id", "model", "tag", "environment", "service_name"}
+    assert set(components["ScopeRequest"]["properties"]) == {
+        "user_id",
+        "model",
+        "tag",
+        "environment",
+        "service_name",
+        "integration",
+    }
 
 
 def test_fuzz_a_patch_needs_a_body_and_the_schema_says_so(api, schema):

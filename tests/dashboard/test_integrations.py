@@ -37,7 +37,7 @@ def test_every_role_sees_the_list_with_counts(as_role, role, team, hook):
     response = as_role(role).get("/integrations")
     assert response.status_code == 200
     row = response.context["rows"][0]
-    assert row["counts"] == {"delivered": 2, "failed": 1, "dead": 1, "pending": 3}
+    assert row["counts"] == {"delivered": 2, "failed": 1, "dead": 1, "pending": 3, "dropped": 0}
     text = response.content.decode()
     assert "orders-hook" in text and SECRET not in text
     assert ('href="/integrations/new"' in text) == (role in MANAGERS)
@@ -207,7 +207,7 @@ def test_another_integrations_delivery_is_a_404(as_role, team, hook):
 def test_replaying_a_delivered_one_says_it_is_not_replayable(as_role, team, hook):
     done = delivery(team, hook, "delivered")
     response = as_role("member").post(f"/integrations/{hook.pk}/deliveries/{done.pk}/replay", follow=True)
-    assert "Not replayed: only dead or failed deliveries can be replayed" in response.content.decode()
+    assert "Not replayed: only dead, failed or dropped deliveries can be replayed" in response.content.decode()
 
 
 @pytest.mark.parametrize("role", ["owner", "admin", "member"])

@@ -16,7 +16,7 @@ from integrations.models import Integration
 from tests.factories import IntegrationFactory, TraceFactory
 
 URL = "/api/v1/integrations"
-ZERO = {"delivered": 0, "failed": 0, "dead": 0, "pending": 0}
+ZERO = {"delivered": 0, "failed": 0, "dead": 0, "pending": 0, "dropped": 0}
 
 
 def deliver(team, integration, status, *, name=None, created_at: datetime | None = None, resolved=True) -> Delivery:
@@ -47,7 +47,7 @@ def test_counts_by_status_in_the_list_and_the_detail(api, team) -> None:
     deliver(team, hook, "pending", resolved=False)  # routed by name, not tried yet
     deliver(team, hook, "dead", name="webhook")  # routed by platform, resolved to it
 
-    expected = {"delivered": 2, "failed": 1, "dead": 2, "pending": 3}
+    expected = {"delivered": 2, "failed": 1, "dead": 2, "pending": 3, "dropped": 0}
     assert listed(api) == {"orders-hook": expected, "quiet": ZERO}
     assert api.get(f"{URL}/{hook.pk}").json()["deliveries_24h"] == expected
     assert api.get(f"{URL}/{quiet.pk}").json()["deliveries_24h"] == ZERO
@@ -152,6 +152,6 @@ def test_deliveries_24h_is_in_the_openapi_schema(api) -> None:
     assert "deliveries_24h" in out["required"]
     ref = out["properties"]["deliveries_24h"]["$ref"].rsplit("/", 1)[1]
     counts = schemas[ref]
-    assert set(counts["required"]) == set(counts["properties"]) == {"delivered", "failed", "dead", "pending"}
+    assert set(counts["required"]) == set(counts["properties"]) == {"delivered", "failed", "dead", "pending", "dropped"}
     assert all(p["type"] == "integer" and p["minimum"] == 0 for p in counts["properties"].values())
     assert "24 hours" in counts["description"]
