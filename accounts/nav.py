@@ -32,6 +32,7 @@ GROUPS = ("Observe", "Route", "Report")
 # second item for it would name one page twice; the brand links to `/`.
 NAV: list[NavItem] = [
     NavItem("Traces", "trace-feed"),
+    NavItem("Runs", "run-list"),
     NavItem("Sessions", "trace-sessions"),
     NavItem("Users", "trace-users"),
     NavItem("Analytics", "analytics-page"),

@@ -19,6 +19,7 @@ from django.utils import timezone
 from accounts.models import Team
 from delivery.models import RunRoute
 from traces.models import Trace
+from traces.runs.summary import after_retention
 
 from .models import DayRollup, HourRollup, MinuteRollup, Retention
 
@@ -43,6 +44,8 @@ def retention_enforce(*, now: datetime | None = None, batch: int = BATCH) -> Ret
         )
         # The destinations of runs nothing was stored in since (their spans have just gone).
         _delete_in_batches(RunRoute.objects.filter(team_id=team_id, updated_at__lt=trace_cutoff), batch)
+        with transaction.atomic():
+            after_retention(team_id, trace_cutoff)  # the runs' summaries follow their spans
         # At a UTC midnight: a day row and its hours go together (a day row less some of its hours
         # answers part of a day, analytics.plan).
         rollup_cutoff = int((now - timedelta(days=policy.effective_rollup_days)).timestamp()) // 86400 * 86400

@@ -14,6 +14,7 @@ handler500 = "config.problems.handler500"
 
 api_v1: list[URLPattern | URLResolver] = [
     path("", include("traces.urls")),
+    path("", include("traces.runs.urls")),
     path("", include("delivery.urls")),
     path("routing/", include("routing.urls")),
     path("pii/", include("privacy.urls")),

@@ -27,6 +27,7 @@ from routing.selectors import compiled_routing
 from traces.models import Trace, _uuid7
 from traces.normalize import TraceValidationError, normalize_trace
 from traces.records import TraceRecord
+from traces.runs.summary import add_spans
 from traces.signals import traces_stored
 
 log = logging.getLogger(__name__)
@@ -198,6 +199,7 @@ def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
                 deliveries.extend(deliveries_for(row, result))
                 deliveries.extend(runs.follow(row, record, result))
             insert_rows(new_rows)
+            add_spans(new_rows)  # their runs' summary rows, under each row's lock (traces.runs.summary)
             traces_stored.send(sender=Trace, rows=new_rows)
             if deliveries:
                 insert_rows(deliveries)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import factory
 from django.contrib.auth import get_user_model
 from django.utils import timezone
@@ -10,6 +12,7 @@ from integrations.models import Integration
 from routing.models import RoutingRule
 from traces.ids import new_trace_id
 from traces.models import Plant, Trace
+from traces.runs.summary import rebuild
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -72,6 +75,13 @@ class TraceFactory(factory.django.DjangoModelFactory):
     timestamp = factory.LazyFunction(timezone.now)
     # A record sent without run_id is the run of its own id (docs/runs.md), as ingest stores it.
     run_id = factory.LazyAttribute(lambda t: t.trace_id)
+
+    @classmethod
+    def _create(cls, model_class: Any, *args: Any, **kwargs: Any) -> Trace:
+        """Saved as ingest would: with its run's summary row (traces.runs.summary)."""
+        trace = super()._create(model_class, *args, **kwargs)
+        rebuild(trace.team_id, [trace.run_id])
+        return trace
 
 
 class PlantFactory(factory.django.DjangoModelFactory):

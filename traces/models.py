@@ -142,6 +142,57 @@ class Trace(models.Model):
         return f"{self.trace_id} {self.model} {self.status}"
 
 
+class Run(models.Model):
+    """A run's summary (docs/runs.md): one row per (team, run_id), kept by the ingest transaction that
+    stores the run's spans (`traces.runs.summary`, an upsert that adds each batch's figures under the
+    row's lock), so `GET /api/v1/runs` reads one row per run at any table size. Spans may arrive in any
+    order: every column is a sum, a min/max, or chosen by an order-free rule (the earliest root names
+    the run). The spans themselves stay in Trace; `GET /api/v1/runs/{run_id}` reads them there."""
+
+    id = models.BigAutoField(primary_key=True)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="runs", db_index=False)
+    run_id = models.CharField(max_length=128)
+    # The root (parent_id ""), once it has arrived: the earliest one when a run has several.
+    name = models.CharField(max_length=200, blank=True)
+    root_id = models.CharField(max_length=128, blank=True)
+    root_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField()  # the earliest span's timestamp
+    ended_at = models.DateTimeField()  # the latest timestamp + latency of any span
+    spans = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0)  # spans whose status is not success
+    # Calls (`llm`, `embedding`) only: a structural span's usage is its calls' again (double-count rule).
+    llm_calls = models.PositiveIntegerField(default=0)
+    unpriced_calls = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=22, decimal_places=10, default=0)  # of the priced calls
+    prompt_tokens = models.BigIntegerField(default=0)
+    completion_tokens = models.BigIntegerField(default=0)
+    # The first non-empty value a span of the run brought (the root's, when it has one).
+    user_id = models.CharField(max_length=200, blank=True)
+    session_id = models.CharField(max_length=200, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "run_id"], name="run_unique_team_run_id")]
+        indexes = [
+            # The list, newest first, keyset on (started_at, id); since/until bound the same scan.
+            models.Index(fields=["team", "-started_at", "-id"], name="run_list"),
+            # status=error, name, user and session filters: partial, so the common case costs nothing.
+            models.Index(fields=["team", "-started_at", "-id"], name="run_failed", condition=models.Q(errors__gt=0)),
+            models.Index(fields=["team", "name", "-started_at", "-id"], name="run_name", condition=~models.Q(name="")),
+            models.Index(
+                fields=["team", "user_id", "-started_at", "-id"], name="run_user", condition=~models.Q(user_id="")
+            ),
+            models.Index(
+                fields=["team", "session_id", "-started_at", "-id"],
+                name="run_session",
+                condition=~models.Q(session_id=""),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} ({self.spans} spans)"
+
+
 class Plant(models.Model):
     """The interface spec's sample record (GET /plants), owned by a team."""
 

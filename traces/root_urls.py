@@ -3,7 +3,7 @@
 from django.urls import path
 
 from . import api
-from .views import detail, feed, groups, home_key_create
+from .views import detail, feed, groups, home_key_create, runs
 
 urlpatterns = [
     path("plants", api.PlantList.as_view(), name="plants"),
@@ -15,6 +15,11 @@ urlpatterns = [
     path(
         "traces/<str:trace_id>/deliveries/<int:delivery_id>/retry", detail.delivery_retry, name="trace-delivery-retry"
     ),
+    path("runs", runs.runs, name="run-list"),
+    # A run id is the client's (up to 128 characters, "/" allowed): the page's own paths match first.
+    path("runs/<path:run_id>/spans.json", runs.run_spans_json, name="run-spans"),
+    path("runs/<path:run_id>/spans/<str:span_id>", runs.run_span, name="run-span"),
+    path("runs/<path:run_id>", runs.run_page, name="run-detail"),
     path("sessions", groups.sessions, name="trace-sessions"),
     path("sessions/<path:session_id>", groups.session_detail, name="trace-session"),
     path("users", groups.users, name="trace-users"),

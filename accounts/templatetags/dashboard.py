@@ -54,3 +54,9 @@ def cost_text(cost: Amount | None, count: int, unpriced: int) -> str:
 def as_shown(value: Any) -> str:
     """``{{ value|as_shown }}``: a JSON value (a metadata value) as text, never Python's repr."""
     return shown(value)
+
+
+@register.filter
+def thousands(value: int | None) -> str:
+    """``12,345``: a count people read (no locale: the pages are in English)."""
+    return "—" if value is None else f"{value:,}"

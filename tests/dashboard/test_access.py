@@ -61,6 +61,7 @@ def test_the_nav_shows_pages_that_exist_and_the_role_allows(monkeypatch, team, o
     labels = [link.label for link in nav_links("/", as_owner, "main")]
     assert labels == [
         "Traces",
+        "Runs",
         "Sessions",
         "Users",
         "Analytics",
@@ -73,6 +74,7 @@ def test_the_nav_shows_pages_that_exist_and_the_role_allows(monkeypatch, team, o
     viewer_labels = [link.label for link in nav_links("/", as_viewer, "main")]
     assert viewer_labels == [
         "Traces",
+        "Runs",
         "Sessions",
         "Users",
         "Analytics",

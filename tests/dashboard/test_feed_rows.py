@@ -115,7 +115,7 @@ def test_the_chosen_columns_come_after_status_in_the_feeds_order():
     assert '<a class="cut" href="/traces?user_id=u-7">u-7</a>' in html
     assert '<a class="cut" href="/sessions/s%2042">s 42</a>' in html
     assert '<span class="cut">checkout</span>' in html
-    assert '<span class="cut">run-1</span>' in html  # no run page yet: plain text
+    assert '<a class="cut" href="/runs/run-1">run-1</a>' in html  # the run page
     assert ">What is 2+2?</span>" in html  # the last user message, on one line
     assert html.index("badge-success") < html.index("id-col")
 

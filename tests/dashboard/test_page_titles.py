@@ -17,6 +17,7 @@ from alerts import services as alert_services
 from alerts.definition import parse_alert
 from reports import services as report_services
 from reports.definition import parse_definition
+from traces.runs.summary import rebuild
 
 from ..factories import IntegrationFactory, RoutingRuleFactory, TraceFactory
 
@@ -41,7 +42,8 @@ def _title(response: Any) -> str:
 
 @pytest.fixture
 def values(team) -> dict[str, str]:
-    trace = TraceFactory(team=team, trace_id="trc_title", session_id="conv-1", user_id="u-1")
+    trace = TraceFactory(team=team, trace_id="trc_title", session_id="conv-1", user_id="u-1", run_id="run-title")
+    rebuild(team.pk, ["run-title"])  # the run's summary row, which ingest keeps
     report = report_services.report_create(
         team_id=team.id, definition=parse_definition({"name": "Weekly", "time_range": "7d"}), actor="test"
     )
@@ -55,6 +57,8 @@ def values(team) -> dict[str, str]:
     return {
         "trace_id": trace.trace_id,
         "session_id": "conv-1",
+        "run_id": "run-title",
+        "span_id": trace.trace_id,
         "report_id": str(report.pk),
         "alert_id": str(alert.pk),
         "rule_id": str(RoutingRuleFactory(team=team).pk),
@@ -82,6 +86,7 @@ def test_every_page_has_a_short_plain_title(as_role, values):
             assert "<" not in text and "\n" not in text and len(text) <= 90, (path, title)
             assert text.endswith(" · tracerelay"), (path, title)
             checked.append(path)
+    assert {"/runs", "/runs/run-title", "/runs/run-title/spans/trc_title"} <= set(checked)
     assert {"/settings/team", "/traces", "/alerts", "/reports", "/login", "/routing", "/analytics"} <= set(checked)
     assert len(set(checked)) >= 25
 

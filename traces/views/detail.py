@@ -26,6 +26,7 @@ from traces.models import Trace
 from traces.selectors import trace_get
 
 from .messages import conversation
+from .rows import run_url
 
 FOLD_LINES = 40  # longer JSON (or longer than FOLD_CHARS) is folded in a <details>
 FOLD_CHARS = 3000
@@ -113,6 +114,7 @@ def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
         "deliveries": deliveries,
         "replayable": {str(s) for s in REPLAYABLE},
         "debug": _debug(trace),
+        "run_url": run_url(trace),
     }
     return render(request, "traces/detail.html", context)
 

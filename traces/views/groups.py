@@ -16,9 +16,11 @@ from traces.selectors import session_calls, trace_groups
 
 from .conversation import prompt_text, reply_text
 from .forms import FeedFilterForm
+from .run_source import RunFilter, run_list
 
 GROUPS_MAX = 100
 CALLS_MAX = 500
+SESSION_RUNS = 50
 DEFAULT_RANGE = "24h"
 KINDS = {
     "session_id": {"title": "Sessions", "noun": "session", "url": "trace-sessions"},
@@ -44,6 +46,7 @@ def _groups(request: DashboardRequest, field: str) -> HttpResponse:
         row["feed_url"] = f"{feed}?{urlencode({**range_query, field: row[field]}, doseq=True)}"
         if field == "session_id":
             row["session_url"] = reverse("trace-session", args=[row[field]])
+            row["runs_url"] = f"{reverse('run-list')}?{urlencode({field: row[field]})}"
     context |= {"groups": rows, "capped": len(rows) == GROUPS_MAX}
     return render(request, "traces/groups.html", context)
 
@@ -64,8 +67,17 @@ def session_detail(request: DashboardRequest, session_id: str) -> HttpResponse:
     turns = [{"trace": t, "prompt": prompt_text(t.input), "reply": reply_text(t.output)} for t in calls[:CALLS_MAX]]
     query = QueryDict(mutable=True)
     query["session_id"] = session_id
+    session_runs, more_runs = run_list(
+        team_id=request.team.pk, run_filter=RunFilter(session_id=session_id), limit=SESSION_RUNS
+    )
+    runs_url = f"{reverse('run-list')}?{query.urlencode()}"
+    for run in session_runs:
+        run["url"] = reverse("run-detail", args=[run["run_id"]])
     context = {
         "session_id": session_id,
+        "runs": session_runs,
+        "more_runs": bool(more_runs),
+        "runs_url": runs_url,
         "turns": turns,
         "capped": len(calls) > CALLS_MAX,
         "feed_url": f"{reverse('trace-feed')}?{query.urlencode()}",

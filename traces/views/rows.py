@@ -54,6 +54,7 @@ class FeedRow:
     name: str
     is_call: bool  # a structural span is never priced: its cost cell is "—", never "unpriced"
     environment: str  # "" unless it differs from the team's usual environment
+    run_url: str  # the run page at this span, for a span of a run of several ("" for a run of one)
     provider: str  # "—" when there is none
     total_tokens: int
     usage_estimated: bool
@@ -87,6 +88,7 @@ def feed_row(t: Trace, *, new: bool = False, usual_environment: str = "", column
         name=t.name,
         is_call=t.kind in CALL_KINDS,
         environment=t.environment if t.environment != usual_environment else "",
+        run_url=run_url(t),
         provider=t.provider or "—",
         total_tokens=t.total_tokens,
         usage_estimated=t.usage_estimated,
@@ -100,6 +102,14 @@ def feed_row(t: Trace, *, new: bool = False, usual_environment: str = "", column
         extra=mark_safe("".join(_cell(t, column) for column in columns)),
         is_new=new,
     )
+
+
+def run_url(t: Trace) -> str:
+    """The run page opened at this span, when the trace is a span of a run of its own id (a record
+    sent without `run_id` is a run of one, its `run_id` its own id: no link)."""
+    if not t.run_id or t.run_id == t.trace_id:
+        return ""
+    return reverse("run-detail", args=[t.run_id]) + "?span=" + quote(t.trace_id, safe="/")
 
 
 def _items(value: Any) -> list[Any]:
