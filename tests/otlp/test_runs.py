@@ -101,6 +101,17 @@ def test_an_agent_run_exported_root_last_is_stored_as_its_tree(api, team) -> Non
     total = sum((t.cost or Decimal(0)) for t in spans.values())
     assert total == a.cost + b.cost
 
+    # The run API returns the tree and its totals: the two chat spans are the run's calls.
+    body = api.get(f"/api/v1/runs/{RUN.hex()}").json()
+    assert {sp["id"]: (sp["parent_id"], sp["kind"]) for sp in body["spans"]} == {
+        k: (v[0] or None, v[1]) for k, v in tree.items()
+    }
+    totals = body["totals"]
+    assert (totals["spans"], totals["llm_calls"], totals["unpriced_calls"], totals["errors"]) == (4, 2, 0, 0)
+    assert (totals["prompt_tokens"], totals["completion_tokens"]) == (130, 25)
+    assert Decimal(str(totals["cost"])) == a.cost + b.cost and totals["duration_ms"] == 2500
+    assert not any(sp["unpriced"] for sp in body["spans"])
+
     # Analytics count the two chat spans as the run's calls, nothing structural, nothing unpriced.
     totals = api.get("/api/v1/analytics", {"time_range": "1h"}).json()["totals"]
     assert (totals["count"], totals["unpriced"]) == (2, 0)
@@ -189,6 +200,9 @@ def test_a_run_of_10000_spans_is_stored_whole(api, team) -> None:
     assert all(parent == "" or parent in stored_ids for _, parent, _ in rows)
     assert sum(1 for _, parent, _ in rows if parent == "") == 1
     assert sum(1 for _, _, kind in rows if kind == "llm") == len(calls) > 1600
+    body = api.get(f"/api/v1/runs/{RUN.hex()}").json()  # and the run API gives it back whole
+    assert len(body["spans"]) == body["totals"]["spans"] == n and not body["truncated"]
+    assert body["totals"]["llm_calls"] == len(calls)
 
 
 def test_a_rule_on_one_chat_model_sends_it_with_its_run_to_a_webhook_once_each(api, team) -> None:
