@@ -101,6 +101,17 @@ def test_an_agent_run_exported_root_last_is_stored_as_its_tree(api, team) -> Non
     total = sum((t.cost or Decimal(0)) for t in spans.values())
     assert total == a.cost + b.cost
 
+    # The run API returns the tree and its totals: the two chat spans are the run's calls.
+    body = api.get(f"/api/v1/runs/{RUN.hex()}").json()
+    assert {sp["id"]: (sp["parent_id"], sp["kind"]) for sp in body["spans"]} == {
+        k: (v[0] or None, v[1]) for k, v in tree.items()
+    }
+    totals = body["totals"]
+    assert (totals["spans"], totals["llm_calls"], totals["unpriced_calls"], totals["errors"]) == (4, 2, 0, 0)
+    assert (totals["prompt_tokens"], totals["completion_tokens"]) == (130, 25)
+    assert Decimal(str(totals["cost"])) == a.cost + b.cost and totals["duration_ms"] == 2500
+    assert not any(sp["unpriced"] for sp in body["spans"])
+
     # Analytics count the two chat spans as the run's calls, nothing structural, nothing unpriced.
     totals = api.get("/api/v1/analytics", {"time_range": "1h"}).json()["totals"]
     assert (totals["count"], totals["unpriced"]) == (2, 0)
@@ -189,3 +200,38 @@ def test_a_run_of_10000_spans_is_stored_whole(api, team) -> None:
     assert all(parent == "" or parent in stored_ids for _, parent, _ in rows)
     assert sum(1 for _, parent, _ in rows if parent == "") == 1
     assert sum(1 for _, _, kind in rows if kind == "llm") == len(calls) > 1600
+    body = api.get(f"/api/v1/runs/{RUN.hex()}").json()  # and the run API gives it back whole
+    assert len(body["spans"]) == body["totals"]["spans"] == n and not body["truncated"]
+    assert body["totals"]["llm_calls"] == len(calls)
+
+
+def test_a_rule_on_one_chat_model_sends_it_with_its_run_to_a_webhook_once_each(api, team) -> None:
+    """The OTLP run routed as a tree (docs/routing.md, "Runs"): the gpt-4o-mini call and the run's
+    structure reach the webhook once each, root last; the claude call matched no rule and is not sent."""
+    from delivery.engine import deliver_batch
+    from delivery.models import Delivery, DeliveryStatus
+    from tests.e2e.sink import WebhookSink
+    from tests.factories import IntegrationFactory, RoutingRuleFactory
+
+    def deliver() -> None:
+        deliver_batch(list(Delivery.objects.filter(status=DeliveryStatus.PENDING).values_list("pk", flat=True)))
+
+    with WebhookSink() as sink:
+        IntegrationFactory(team=team, name="hook", platform="webhook", config={"url": sink.url, "headers": {}})
+        rule = {"name": "hook", "sample_rate": 1.0, "tags": [], "fallback": []}
+        RoutingRuleFactory(team=team, name="mini", conditions='kind == "llm" && model == "gpt-4o-mini"',
+                           destinations=[rule])  # fmt: skip
+        children, root = agent_run()
+        post(api, protobuf(*children))
+        deliver()
+        post(api, protobuf(root))  # the root last, in its own request
+        deliver()
+        deliver()  # nothing is sent twice
+
+        assert set(sink.stored) == {item_id(CHAT_A), item_id(TOOL), item_id(ROOT)}
+        assert sink.duplicates == {} and sink.errors == []
+        assert {p["run_id"] for p in sink.stored.values()} == {RUN.hex()}
+        assert sink.stored[item_id(ROOT)]["parent_id"] is None
+        assert sink.stored[item_id(CHAT_A)]["parent_id"] == item_id(ROOT)
+        assert sink.stored[item_id(TOOL)]["kind"] == "tool"
+    assert not Delivery.objects.filter(trace__trace_id=item_id(CHAT_B)).exists()

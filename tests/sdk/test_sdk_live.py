@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import anthropic
 import openai
@@ -112,6 +114,15 @@ def test_an_agent_run_is_stored_as_its_tree(live_server, upstream: FakeUpstream)
     for block in (spans["triage"], spans["lookup_order"]):  # only the calls are priced
         assert (block.cost, block.unpriced, block.model, block.prompt_tokens) == (None, False, "", 0)
     assert spans["lookup_order"].output == {"status": "shipped"}
+    run = _get(live_server.url + f"/api/v1/runs/{root.id}", key._raw)  # the run API: the tree and its totals
+    assert {s["id"]: s["parent_id"] for s in run["spans"]} == {t.trace_id: t.parent_id or None for t in spans.values()}
+    assert (run["totals"]["spans"], run["totals"]["llm_calls"], run["totals"]["unpriced_calls"]) == (4, 2, 0)
+
+
+def _get(url: str, key: str) -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(request, timeout=WAIT) as answer:
+        return json.loads(answer.read())
 
 
 def test_a_batch_sent_twice_is_stored_once(live_server) -> None:

@@ -192,6 +192,13 @@ def test_an_agent_run_is_stored_as_its_tree_on_a_live_server(
         assert span.latency_ms is not None
     assert root.input == {"question": "where is order 42?"} and root.output == f"{REPLY} (shipped)"
     assert tool.output == {"status": "shipped", "checked": "Bonjour! How can I help?"}
+    request = urllib.request.Request(
+        live_server.url + f"/api/v1/runs/{root.trace_id}", headers={"Authorization": f"Bearer {key._raw}"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as answer:  # the run API: the tree and its totals
+        body = json.loads(answer.read())
+    assert {s["id"]: s["parent_id"] for s in body["spans"]} == {t.trace_id: t.parent_id or None for t in spans.values()}
+    assert (body["totals"]["spans"], body["totals"]["llm_calls"], body["totals"]["unpriced_calls"]) == (4, 2, 0)
 
 
 @pytest.mark.django_db(transaction=True)
