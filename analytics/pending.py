@@ -162,7 +162,8 @@ _COUNTERS_SQL = [
     "coalesce(sum(time_to_first_token_ms), 0)::bigint",
 ]
 assert len(_COUNTERS_SQL) == len(COUNTERS)
-_COUNTERS = ", ".join(_COUNTERS_SQL)
+# Named as COUNTERS: a reader that starts its UNION ALL with the pending rows names its columns by them.
+_COUNTERS = ", ".join(f'{sql} AS "{name}"' for sql, name in zip(_COUNTERS_SQL, COUNTERS, strict=True))
 
 
 @functools.cache
