@@ -182,6 +182,7 @@ def rebuild(team_id: int, run_ids: Sequence[str]) -> None:
 
 def after_retention(team_id: int, cutoff: datetime) -> None:
     """The team's spans before ``cutoff`` are gone: runs wholly before it go; runs across it are rebuilt."""
-    Run.objects.filter(team_id=team_id, ended_at__lt=cutoff)._raw_delete(connection.alias)
+    # (started_at <= ended_at: the started_at bound walks `run_list` rather than every run of the team)
+    Run.objects.filter(team_id=team_id, started_at__lt=cutoff, ended_at__lt=cutoff)._raw_delete(connection.alias)
     across = Run.objects.filter(team_id=team_id, started_at__lt=cutoff).values_list("run_id", flat=True)
     rebuild(team_id, list(across))
