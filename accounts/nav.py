@@ -29,6 +29,7 @@ NAV: list[NavItem] = [
     NavItem("Sessions", "trace-sessions"),
     NavItem("Users", "trace-users"),
     NavItem("Analytics", "analytics-page"),
+    NavItem("Dashboards", "dashboards"),
     NavItem("Routing", "routing-page"),
     NavItem("Integrations", "integrations-page"),
     NavItem("Reports", "reports"),

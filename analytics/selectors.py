@@ -76,12 +76,18 @@ def parse_query(params: Mapping[str, Any], *, now: datetime | None, limit: int |
     return AnalyticsQuery(trace_filter, interval, group_by, limit or GROUP_LIMIT_DEFAULT, tz)
 
 
-def analytics_for_team(*, team_id: int, query: AnalyticsQuery, now: datetime | None = None) -> dict[str, Any]:
+def analytics_for_team(
+    *, team_id: int, query: AnalyticsQuery, now: datetime | None = None, live: bool = True
+) -> dict[str, Any]:
+    """``live=False``: without the state of now (``queue`` null, ``rate_limits.latest`` empty), for
+    a dashboard widget, which shows one figure of the range."""
     plan = plan_for(query, now)
     with _snapshot():
         body = _figures(team_id, query, plan)
-        body["queue"] = queue_depth(team_id)
-        body["rate_limits"]["latest"] = rate_limit_headers(team_id, query.trace_filter, plan.since, plan.until)
+        body["queue"] = queue_depth(team_id) if live else None
+        body["rate_limits"]["latest"] = (
+            rate_limit_headers(team_id, query.trace_filter, plan.since, plan.until) if live else []
+        )
     return body
 
 
