@@ -5,7 +5,7 @@
 Reuses the database `bench/analytics.py` filled (`BENCH_DB`; its team "bench"), migrates it (the
 dashboards table), saves a board of 8 widgets (`BOARD`: a number, lines, bars and tables over 24
 hours to 30 days, two of them per group) and prints, in the same run, wall p50/p95 and this
-process's CPU (median) for:
+process's CPU (median) and the Postgres backend's CPU (mean, /proc/<pid>/stat) for:
 
 - each widget's answer alone (`dashboards.answers.widget_answer`, the analytics selectors);
 - the 8 answers in a row;
@@ -50,23 +50,31 @@ BOARD: list[dict[str, Any]] = [
 ]
 
 
-def timed(fn: Callable[[], Any], runs: int) -> tuple[float, float, float]:
-    """Wall p50 and p95 (ms) and median CPU (ms) of ``runs`` calls after one not counted."""
+def _backend_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(fn: Callable[[], Any], runs: int, pid: int) -> tuple[float, float, float, float]:
+    """Wall p50 and p95 (ms), median CPU of this process and mean CPU of the Postgres backend (ms)
+    of ``runs`` calls after one not counted."""
     times, cpu = [], []
-    for i in range(runs + 1):
+    fn()
+    pg_before = _backend_cpu_s(pid)
+    for _ in range(runs):
         t, c = time.perf_counter(), time.process_time()
         fn()
-        if i:
-            times.append((time.perf_counter() - t) * 1000)
-            cpu.append((time.process_time() - c) * 1000)
+        times.append((time.perf_counter() - t) * 1000)
+        cpu.append((time.process_time() - c) * 1000)
+    pg_ms = (_backend_cpu_s(pid) - pg_before) * 1000 / runs
     times.sort()
     p95 = times[min(len(times) - 1, math.ceil(len(times) * 0.95) - 1)]
-    return statistics.median(times), p95, statistics.median(cpu)
+    return statistics.median(times), p95, statistics.median(cpu), pg_ms
 
 
-def line(name: str, figures: tuple[float, float, float], extra: str = "") -> None:
-    p50, p95, cpu = figures
-    print(f"{name:<44} {p50:>7.1f} ms {p95:>7.1f} ms {cpu:>7.1f} ms  {extra}", flush=True)
+def line(name: str, figures: tuple[float, float, float, float]) -> None:
+    p50, p95, cpu, pg = figures
+    print(f"{name:<44} {p50:>7.1f} ms {p95:>7.1f} ms {cpu:>7.1f} ms {pg:>7.1f} ms", flush=True)
 
 
 def main() -> None:
@@ -114,17 +122,23 @@ def main() -> None:
 
     print(f"{database_name()}: {traces:,} traces of team bench; {args.runs} runs each, the first not counted")
     print(f"load average {os.getloadavg()[0]:.1f} (2 cores, shared)")
-    print(f"{'':<44} {'p50':>10} {'p95':>10} {'cpu':>10}")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    print(f"{'':<44} {'p50':>10} {'p95':>10} {'py cpu':>10} {'pg cpu':>10}")
     for widget in board.widgets:
         answer = widget_answer(team_id=team.pk, widget=widget)
         assert not answer.error, (widget["title"], answer.error)
-        line(f"widget: {widget['title']}", timed(lambda w=widget: widget_answer(team_id=team.pk, widget=w), args.runs))
+        line(
+            f"widget: {widget['title']}",
+            timed(lambda w=widget: widget_answer(team_id=team.pk, widget=w), args.runs, pid),
+        )
     line(
         "the 8 answers in a row",
-        timed(lambda: [widget_answer(team_id=team.pk, widget=w) for w in board.widgets], args.runs),
+        timed(lambda: [widget_answer(team_id=team.pk, widget=w) for w in board.widgets], args.runs, pid),
     )
-    line(f"page /dashboards/{dashboard.pk}", timed(page(f"/dashboards/{dashboard.pk}"), args.runs))
-    line("baseline: page /analytics (24 h)", timed(page("/analytics"), args.runs))
+    line(f"page /dashboards/{dashboard.pk}", timed(page(f"/dashboards/{dashboard.pk}"), args.runs, pid))
+    line("baseline: page /analytics (24 h)", timed(page("/analytics"), args.runs, pid))
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     services.dashboard_delete(dashboard=dashboard, actor="bench")
 
