@@ -74,6 +74,8 @@ class Scope(models.TextChoices):
     REPORTS_WRITE = "reports:write"
     ALERTS_READ = "alerts:read"
     ALERTS_WRITE = "alerts:write"
+    DASHBOARDS_READ = "dashboards:read"
+    DASHBOARDS_WRITE = "dashboards:write"
 
 
 ENVIRONMENT_SCOPES: dict[str, frozenset[str]] = {
@@ -91,6 +93,7 @@ ENVIRONMENT_SCOPES: dict[str, frozenset[str]] = {
             Scope.PII_READ,
             Scope.REPORTS_READ,
             Scope.ALERTS_READ,
+            Scope.DASHBOARDS_READ,
         }
     ),
     Environment.CI: frozenset({Scope.INGEST, Scope.TRACES_READ, Scope.PROXY}),
@@ -110,6 +113,7 @@ PERMISSION_SCOPES: dict[Permission, frozenset[str]] = {
             Scope.PII_READ,
             Scope.REPORTS_READ,
             Scope.ALERTS_READ,
+            Scope.DASHBOARDS_READ,
         }
     ),
     Permission.SEND_TEST_TRACES: frozenset({Scope.RULES_TEST}),
@@ -121,6 +125,7 @@ PERMISSION_SCOPES: dict[Permission, frozenset[str]] = {
     Permission.RUN_REPORTS: frozenset(),  # (a run needs reports:write, which MANAGE_REPORTS gives)
     Permission.MANAGE_REPORTS: frozenset({Scope.REPORTS_WRITE}),
     Permission.MANAGE_ALERTS: frozenset({Scope.ALERTS_WRITE}),
+    Permission.MANAGE_DASHBOARDS: frozenset({Scope.DASHBOARDS_WRITE}),
 }
 
 

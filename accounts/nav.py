@@ -36,6 +36,7 @@ NAV: list[NavItem] = [
     NavItem("Sessions", "trace-sessions"),
     NavItem("Users", "trace-users"),
     NavItem("Analytics", "analytics-page"),
+    NavItem("Dashboards", "dashboards"),
     NavItem("Routing", "routing-page", group="Route"),
     NavItem("Integrations", "integrations-page", group="Route"),
     NavItem("Reports", "reports", group="Report"),

@@ -1,8 +1,8 @@
 """What each team role may do in the dashboard: the one place these rules live.
 
 Roles nest: a viewer reads (and downloads reports); a member also sends test traces, replays
-deliveries and runs reports; an admin also manages rules, integrations, API keys, reports and alerts; an
-owner also manages members. Views ask through
+deliveries, runs reports and edits the team's dashboards; an admin also manages rules,
+integrations, API keys, reports and alerts; an owner also manages members. Views ask through
 `accounts.access.team_view(Permission.X)`; templates through `membership.may.X` (see `Abilities`).
 """
 
@@ -31,10 +31,16 @@ class Permission(StrEnum):
     RUN_REPORTS = "run_reports"
     MANAGE_REPORTS = "manage_reports"
     MANAGE_ALERTS = "manage_alerts"
+    MANAGE_DASHBOARDS = "manage_dashboards"
 
 
 _VIEWER = frozenset({Permission.READ})
-_MEMBER = _VIEWER | {Permission.SEND_TEST_TRACES, Permission.REPLAY_DELIVERIES, Permission.RUN_REPORTS}
+_MEMBER = _VIEWER | {
+    Permission.SEND_TEST_TRACES,
+    Permission.REPLAY_DELIVERIES,
+    Permission.RUN_REPORTS,
+    Permission.MANAGE_DASHBOARDS,
+}
 _ADMIN = _MEMBER | {
     Permission.MANAGE_RULES,
     Permission.MANAGE_INTEGRATIONS,
@@ -53,7 +59,7 @@ ROLE_PERMISSIONS: dict[str, frozenset[Permission]] = {
 
 ROLE_DESCRIPTIONS: dict[str, str] = {
     Role.VIEWER: "Reads traces, rules, integrations and keys.",
-    Role.MEMBER: "Also sends test traces, replays deliveries and runs reports.",
+    Role.MEMBER: "Also sends test traces, replays deliveries, runs reports and edits dashboards.",
     Role.ADMIN: "Also manages rules, integrations, API keys, reports and alerts.",
     Role.OWNER: "Also manages members and their roles.",
 }

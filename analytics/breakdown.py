@@ -25,10 +25,13 @@ class Row:
     stats: Stats
 
 
-def table_for_team(*, team_id: int, query: AnalyticsQuery, now: datetime) -> tuple[dict[str, Any], list[Row]]:
+def table_for_team(
+    *, team_id: int, query: AnalyticsQuery, now: datetime, live: bool = True
+) -> tuple[dict[str, Any], list[Row]]:
     """The analytics answer for ``query`` and its rows: every interval of the range, oldest first,
-    and in each one every ranked group (largest cost first), zeros included."""
-    body = analytics_for_team(team_id=team_id, query=query, now=now)
+    and in each one every ranked group (largest cost first), zeros included. (``live``: as
+    `analytics_for_team`'s.)"""
+    body = analytics_for_team(team_id=team_id, query=query, now=now, live=live)
     plan = plan_for(query, now)
     acc = new_acc()
     f, group_by = query.trace_filter, query.group_by

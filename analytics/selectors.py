@@ -76,12 +76,19 @@ def parse_query(params: Mapping[str, Any], *, now: datetime | None, limit: int |
     return AnalyticsQuery(trace_filter, interval, group_by, limit or GROUP_LIMIT_DEFAULT, tz)
 
 
-def analytics_for_team(*, team_id: int, query: AnalyticsQuery, now: datetime | None = None) -> dict[str, Any]:
+def analytics_for_team(
+    *, team_id: int, query: AnalyticsQuery, now: datetime | None = None, live: bool = True
+) -> dict[str, Any]:
+    """``live=False``: for a dashboard widget, which shows one figure of the range: no state of now
+    (``queue`` null, ``rate_limits.latest`` empty) and no rate-limited series (``rate_limits.series``
+    empty when the rollups answer: one read fewer)."""
     plan = plan_for(query, now)
     with _snapshot():
-        body = _figures(team_id, query, plan)
-        body["queue"] = queue_depth(team_id)
-        body["rate_limits"]["latest"] = rate_limit_headers(team_id, query.trace_filter, plan.since, plan.until)
+        body = _figures(team_id, query, plan, rate_limits=live)
+        body["queue"] = queue_depth(team_id) if live else None
+        body["rate_limits"]["latest"] = (
+            rate_limit_headers(team_id, query.trace_filter, plan.since, plan.until) if live else []
+        )
     return body
 
 
@@ -190,7 +197,7 @@ def _snapshot() -> Iterator[None]:
             yield
 
 
-def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> dict[str, Any]:
+def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan, rate_limits: bool = True) -> dict[str, Any]:
     f, group_by = query.trace_filter, query.group_by
     series_acc, groups_acc, rl_acc = new_acc(), new_acc(), new_acc()
     whole_total: Stats | None = None
@@ -254,7 +261,8 @@ def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan) -> di
         if group_slice is not None:
             assert group_by is not None
             _rollup_groups(groups_acc, team_id, f, group_slice, group_by, plan, query.limit)
-        _rate_limited_rollups(rl_acc, team_id, f, plan)
+        if rate_limits:
+            _rate_limited_rollups(rl_acc, team_id, f, plan)
         source = "rollups"
 
     series = [series_acc.get((i, ""), Stats()) for i in range(len(plan.starts) - 1)]

@@ -110,7 +110,7 @@ TRACE_COLUMNS = (
     "id, team_id, trace_id, source, model, provider, prompt_tokens, completion_tokens, total_tokens, latency_ms, "
     "time_to_first_token_ms, timestamp, received_at, status, error_type, error_message, tags, metadata, "
     "environment, service_name, session_id, user_id, cost, unpriced, usage_estimated, price_source, "
-    "price_version, destinations, routing"
+    "price_version, destinations, routing, run_id, parent_id, kind, name"
 )
 
 
@@ -120,11 +120,12 @@ def copy_traces(cursor: Any, rows: list[Row]) -> None:
     empty_list, empty = Jsonb([]), Jsonb({})
     with cursor.copy(f"COPY traces_trace ({TRACE_COLUMNS}) FROM STDIN") as copy:
         for r in rows:
+            trace_id = uuid.uuid4().hex
             copy.write_row(
                 (
                     uuid.uuid4(),
                     r.team_id,
-                    uuid.uuid4().hex,
+                    trace_id,
                     "api",
                     r.model,
                     r.provider,
@@ -151,6 +152,10 @@ def copy_traces(cursor: Any, rows: list[Row]) -> None:
                     "",
                     empty_list,
                     empty_list,
+                    trace_id,  # a call of its own is a run of one
+                    "",
+                    "llm",
+                    "",
                 )
             )
 

@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "analytics",
     "reports",
     "alerts",
+    "dashboards",
     "privacy",
     "debugmode",
     "diagnostics",
@@ -140,6 +141,9 @@ SPECTACULAR_SETTINGS = {
         "TraceSourceEnum": "traces.models.Source",
         "SpanKindEnum": "traces.models.Kind",
         "KindEnum": "traces.proxy.models.UpstreamKind",
+        "WidgetMetricEnum": "dashboards.definition.METRICS",
+        "WidgetChartEnum": "dashboards.definition.CHARTS",
+        "WidgetTimeRangeEnum": "dashboards.definition.TIME_RANGES",
     },
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "traces.otlp.openapi.add_otlp_path"],
     "TAGS": [

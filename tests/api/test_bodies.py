@@ -15,6 +15,8 @@ from alerts import services as alert_services
 from alerts.definition import parse_alert
 from config.jsonbody import MAX_DEPTH, Gunzip, depth_exceeds
 from config.problems import Problem
+from dashboards import services as dashboard_services
+from dashboards.definition import parse_board
 from delivery.models import DeliveryStatus
 from reports import services as report_services
 from reports.definition import parse_definition
@@ -55,6 +57,7 @@ def objects(team):
         actor="test",
     )
     delivery = make_delivery(team, "hook", trace=TraceFactory(team=team), status=DeliveryStatus.DEAD)
+    dashboard = dashboard_services.dashboard_create(team_id=team.pk, board=parse_board({"name": "b"}), actor="test")
     return {
         "integration_id": str(integration.pk),
         "upstream_id": str(upstream.pk),
@@ -64,6 +67,7 @@ def objects(team):
         "service_name": "checkout",
         "report_id": str(report.pk),
         "alert_id": str(alert.pk),
+        "dashboard_id": str(dashboard.pk),
     }
 
 

@@ -22,7 +22,13 @@ def test_roles_nest():
         (Role.VIEWER, {Permission.READ}),
         (
             Role.MEMBER,
-            {Permission.READ, Permission.SEND_TEST_TRACES, Permission.REPLAY_DELIVERIES, Permission.RUN_REPORTS},
+            {
+                Permission.READ,
+                Permission.SEND_TEST_TRACES,
+                Permission.REPLAY_DELIVERIES,
+                Permission.RUN_REPORTS,
+                Permission.MANAGE_DASHBOARDS,
+            },
         ),
         (
             Role.ADMIN,
@@ -36,6 +42,7 @@ def test_roles_nest():
                 Permission.RUN_REPORTS,
                 Permission.MANAGE_REPORTS,
                 Permission.MANAGE_ALERTS,
+                Permission.MANAGE_DASHBOARDS,
             },
         ),
         (Role.OWNER, set(Permission)),
@@ -65,6 +72,7 @@ def test_the_nav_shows_pages_that_exist_and_the_role_allows(monkeypatch, team, o
         "Sessions",
         "Users",
         "Analytics",
+        "Dashboards",
         "Routing",
         "Integrations",
         "Reports",
@@ -78,6 +86,7 @@ def test_the_nav_shows_pages_that_exist_and_the_role_allows(monkeypatch, team, o
         "Sessions",
         "Users",
         "Analytics",
+        "Dashboards",
         "Routing",
         "Integrations",
         "Reports",
