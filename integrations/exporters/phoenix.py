@@ -69,12 +69,10 @@ OPENINFERENCE_KINDS = {
 }
 
 
-def structural_openinference(call: Call) -> dict[str, Any]:
-    """A structural span in OpenInference terms: its kind, input/output, and a tool's name."""
+def _common_openinference(call: Call) -> dict[str, Any]:
+    """What every span carries in OpenInference terms: input/output, session, user, metadata, tags."""
     r = call.record
-    attrs: dict[str, Any] = {"openinference.span.kind": OPENINFERENCE_KINDS.get(r.kind, "UNKNOWN")}
-    if r.kind == "tool" and r.name:
-        attrs["tool.name"] = r.name
+    attrs: dict[str, Any] = {}
     if r.input is not None:
         attrs["input.value"], attrs["input.mime_type"] = _io(r.input)
     if r.output is not None:
@@ -88,6 +86,15 @@ def structural_openinference(call: Call) -> dict[str, Any]:
     if call.tags:
         attrs["tag.tags"] = list(call.tags)
     return attrs
+
+
+def structural_openinference(call: Call) -> dict[str, Any]:
+    """A structural span in OpenInference terms: its kind, input/output, and a tool's name."""
+    r = call.record
+    attrs: dict[str, Any] = {"openinference.span.kind": OPENINFERENCE_KINDS.get(r.kind, "UNKNOWN")}
+    if r.kind == "tool" and r.name:
+        attrs["tool.name"] = r.name
+    return attrs | _common_openinference(call)
 
 
 def openinference_attributes(call: Call) -> dict[str, Any]:
@@ -112,19 +119,7 @@ def openinference_attributes(call: Call) -> dict[str, Any]:
         attrs["llm.finish_reason"] = call.finish_reasons[0]
     attrs.update(_message_attributes("llm.input_messages", call.inputs))
     attrs.update(_message_attributes("llm.output_messages", call.outputs))
-    if r.input is not None:
-        attrs["input.value"], attrs["input.mime_type"] = _io(r.input)
-    if r.output is not None:
-        attrs["output.value"], attrs["output.mime_type"] = _io(r.output)
-    if r.session_id:
-        attrs["session.id"] = r.session_id
-    if r.user_id:
-        attrs["user.id"] = r.user_id
-    if call.metadata:
-        attrs["metadata"] = to_json(call.metadata)
-    if call.tags:
-        attrs["tag.tags"] = list(call.tags)
-    return attrs
+    return attrs | _common_openinference(call)
 
 
 class PhoenixExporter(OtlpExporter):
