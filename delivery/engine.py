@@ -51,6 +51,7 @@ from .breaker import CircuitBreaker
 from .client import http_client
 from .models import Delivery, DeliveryStatus
 from .policy import RetryPolicy
+from .scores import follow_delivered
 from .states import EARLY_SLACK, DeliveryReport, claim, defer, give_up, mine, retry
 
 log = logging.getLogger(__name__)
@@ -226,6 +227,7 @@ def _send_chunk(
             integration_id=integration_id,
         )
         breaker.record_success()
+        _scores_follow(present, present[0]["destination"])
         return
 
     message = _error_text(error)
@@ -236,6 +238,15 @@ def _send_chunk(
         return
     breaker.record_failure(probe=probe)
     _failed(present, token, error, sender.policy, integration_id, report)
+
+
+def _scores_follow(rows: list[dict[str, Any]], destination: str) -> None:
+    """Scores posted before these traces reached ``destination`` follow them there (delivery.scores).
+    A failure here must not undo a delivery: the sweeper's next pass cannot find these, so it is logged."""
+    try:
+        follow_delivered([r["trace_id"] for r in rows], destination)
+    except Exception:
+        log.exception("could not queue the scores of %d traces delivered to %s", len(rows), destination)
 
 
 def _failed(
