@@ -20,6 +20,8 @@ from delivery.services import REPLAYABLE, NotReplayable, delivery_replay
 from traces.models import Trace
 from traces.selectors import trace_get
 
+from .feedback import feedback_context
+
 FOLD_LINES = 40  # longer JSON (or longer than FOLD_CHARS) is folded in a <details>
 FOLD_CHARS = 3000
 
@@ -60,6 +62,7 @@ def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
         "deliveries": deliveries,
         "replayable": {str(s) for s in REPLAYABLE},
         "debug": trace_debug_records(trace.pk),
+        **feedback_context(trace),
     }
     return render(request, "traces/detail.html", context)
 
