@@ -14,7 +14,9 @@ the platform's own key where the platform deduplicates, and lists format violati
 from __future__ import annotations
 
 import base64
+import re
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -246,6 +248,7 @@ class FakeLangfuse(FakeOtlpCollector):
 
     def __init__(self, *, public_key: str = "pk-lf-test", secret_key: str = "sk-lf-test", **kwargs: Any) -> None:
         super().__init__(required_headers={"authorization": basic_auth(public_key, secret_key)}, **kwargs)
+        self.scores: dict[str, dict[str, Any]] = {}
 
     def receive_traces(self, request: RecordedRequest) -> Reply:
         version = request.header("x-langfuse-ingestion-version")
@@ -269,7 +272,54 @@ class FakeLangfuse(FakeOtlpCollector):
             if not self.authorized(request):
                 return self.unauthorized(request)
             return Reply(200, {"data": [{"id": "proj-1", "name": "tracerelay-tests", "metadata": {}}]})
+        if request.method == "POST" and request.path == "/api/public/scores":
+            if not self.authorized(request):
+                return self.unauthorized(request)
+            return self.receive_score(request)
         return super().handle_other(request)
+
+    def receive_score(self, request: RecordedRequest) -> Reply:
+        """Langfuse's CreateScoreRequest: name, value, traceId (our OTLP trace id: 32 hex) and
+        observationId (16 hex), dataType NUMERIC (a number), BOOLEAN (1 or 0) or CATEGORICAL (a
+        string); an ``id`` given makes a re-send an update of the same score."""
+        try:
+            body = request.json()
+        except ValueError:
+            return self.problem(request, "score body is not JSON", 400)
+        allowed = {
+            "id",
+            "traceId",
+            "observationId",
+            "sessionId",
+            "name",
+            "value",
+            "dataType",
+            "comment",
+            "metadata",
+            "configId",
+            "environment",
+            "datasetRunId",
+        }
+        kind, value = body.get("dataType"), body.get("value")
+        problems = [f"unknown field {k}" for k in body if k not in allowed]
+        if not isinstance(body.get("name"), str) or not body["name"]:
+            problems.append("name")
+        if not re.fullmatch(r"[0-9a-f]{32}", str(body.get("traceId"))):
+            problems.append("traceId")
+        if "observationId" in body and not re.fullmatch(r"[0-9a-f]{16}", str(body["observationId"])):
+            problems.append("observationId")
+        if kind == "NUMERIC" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            problems.append("NUMERIC value")
+        elif kind == "BOOLEAN" and (isinstance(value, bool) or value not in (0, 1)):
+            problems.append("BOOLEAN value must be 1 or 0")
+        elif kind == "CATEGORICAL" and not isinstance(value, str):
+            problems.append("CATEGORICAL value")
+        elif kind not in ("NUMERIC", "BOOLEAN", "CATEGORICAL"):
+            problems.append("dataType")
+        if problems:
+            return self.problem(request, f"invalid score: {problems}", 400, {"message": "Invalid request data"})
+        self.scores[body.get("id") or str(len(self.scores))] = body
+        return Reply(200, {"id": body.get("id")})
 
 
 class FakeWeave(FakeOtlpCollector):
@@ -306,12 +356,15 @@ class FakeLangSmith(FakeServer):
         super().__init__(**kwargs)
         self.api_key = api_key
         self.runs: dict[str, dict[str, Any]] = {}
+        self.feedback: dict[str, dict[str, Any]] = {}
 
     def handle(self, request: RecordedRequest) -> Reply:
         if request.header("x-api-key") != self.api_key:
             return Reply(401, {"detail": "Invalid token"})
         if request.method == "GET" and request.path == "/sessions":
             return Reply(200, [])
+        if request.method == "POST" and request.path == "/feedback":
+            return self.receive_feedback(request)
         if request.method != "POST" or request.path != "/runs/batch":
             return self.problem(request, f"unexpected {request.method} {request.path}", 404)
         try:
@@ -325,6 +378,32 @@ class FakeLangSmith(FakeServer):
         for run in runs:
             self.runs[run["id"]] = run
         return Reply(202, {"message": "Runs batch ingested"})
+
+    def receive_feedback(self, request: RecordedRequest) -> Reply:
+        """LangSmith's FeedbackCreateSchema: ``key``, ``run_id`` (a UUID), ``id`` (a UUID: the same id
+        again is a 409), ``score`` a number or boolean and/or ``value``, ``comment``, ``feedback_source``."""
+        try:
+            body = request.json()
+        except ValueError:
+            return self.problem(request, "feedback body is not JSON", 422)
+        problems = []
+        for key in ("id", "run_id"):
+            try:
+                uuid.UUID(str(body.get(key)))
+            except ValueError:
+                problems.append(key)
+        if not isinstance(body.get("key"), str) or not body["key"]:
+            problems.append("key")
+        if "score" in body and not isinstance(body["score"], (int, float)):
+            problems.append("score")
+        if "score" not in body and "value" not in body:
+            problems.append("score or value")
+        if problems:
+            return self.problem(request, f"invalid feedback: {problems}", 422, {"detail": problems})
+        if body["id"] in self.feedback:
+            return Reply(409, {"detail": "Feedback already exists"})
+        self.feedback[body["id"]] = body
+        return Reply(200, body)
 
 
 class FakeHelicone(FakeServer):
