@@ -452,12 +452,15 @@ class FakeDatadog(FakeServer):
         self.api_key = api_key
         self.spans: list[dict[str, Any]] = []
         self.payloads: list[dict[str, Any]] = []
+        self.evaluations: list[dict[str, Any]] = []
 
     def handle(self, request: RecordedRequest) -> Reply:
         if request.header("dd-api-key") != self.api_key:
             return Reply(403, {"errors": ["Forbidden"]})
         if request.method == "GET" and request.path == "/api/v1/validate":
             return Reply(200, {"valid": True})
+        if request.method == "POST" and request.path == "/api/intake/llm-obs/v2/eval-metric":
+            return self.receive_evaluations(request)
         if request.method != "POST" or request.path != "/api/intake/llm-obs/v1/trace/spans":
             return self.problem(request, f"unexpected {request.method} {request.path}", 404)
         try:
@@ -471,6 +474,42 @@ class FakeDatadog(FakeServer):
         self.payloads.append(payload)
         self.spans.extend(payload["data"]["attributes"]["spans"])
         return Reply(202, b"")
+
+    def receive_evaluations(self, request: RecordedRequest) -> Reply:
+        """``POST /api/intake/llm-obs/v2/eval-metric``: ``data.type`` evaluation_metric; each metric
+        joined on a span (decimal span id, 32-hex trace id), ml_app, timestamp_ms, a label of ASCII
+        letters/digits/underscores starting with a letter, and the value key of its metric_type."""
+        try:
+            body = request.json()
+            data = body["data"]
+            metrics = data["attributes"]["metrics"]
+        except (ValueError, KeyError, TypeError):
+            return self.problem(request, "not an evaluation_metric payload", 400, {"errors": ["bad payload"]})
+        problems = [] if data.get("type") == "evaluation_metric" else ["data.type"]
+        value_keys = {"score": "score_value", "boolean": "boolean_value", "categorical": "categorical_value"}
+        for m in metrics:
+            span = (m.get("join_on") or {}).get("span") or {}
+            if not str(span.get("span_id", "")).isdigit() or not re.fullmatch(
+                r"[0-9a-f]{32}", str(span.get("trace_id"))
+            ):
+                problems.append("join_on.span")
+            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,199}", str(m.get("label"))):
+                problems.append(f"label {m.get('label')!r}")
+            if not isinstance(m.get("timestamp_ms"), int) or not m.get("ml_app"):
+                problems.append("timestamp_ms/ml_app")
+            key = value_keys.get(m.get("metric_type"))
+            value = m.get(key) if key else None
+            ok = (
+                (key == "score_value" and isinstance(value, (int, float)) and not isinstance(value, bool))
+                or (key == "boolean_value" and isinstance(value, bool))
+                or (key == "categorical_value" and isinstance(value, str))
+            )
+            if not ok:
+                problems.append(f"metric_type {m.get('metric_type')!r} with its value")
+        if problems:
+            return self.problem(request, f"invalid evaluations: {problems}", 400, {"errors": problems})
+        self.evaluations.extend(metrics)
+        return Reply(202, {"data": {"type": "evaluation_metric"}})
 
 
 class FakeWebhookReceiver(FakeServer):

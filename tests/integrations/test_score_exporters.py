@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from integrations.exporters import ids
-from tests.fakes import FakeLangfuse, FakeLangSmith
+from tests.fakes import FakeDatadog, FakeLangfuse, FakeLangSmith
 from traces.records import ScoreRecord
 
 from .conftest import make_exporter
@@ -69,6 +69,22 @@ def test_langsmith_gets_feedback_on_the_run_and_a_resend_is_not_a_duplicate(http
     assert by_key["helpfulness"]["score"] == 0.8 and by_key["helpfulness"]["comment"] == "good"
     assert by_key["thumbs"]["score"] == 0
     assert by_key["topic"]["value"] == "billing" and "score" not in by_key["topic"]
+
+
+def test_datadog_gets_evaluations_joined_to_the_span_it_received(http) -> None:
+    named = [*SCORES, score("user.rating:v2", 4, "numeric", score_id="s4")]
+    with FakeDatadog(api_key="dd-key") as server:
+        config = {"apiKey": "dd-key", "mlApp": "shop", "endpoint": server.url}
+        make_exporter("datadog", config, http).export_scores(named)
+    assert server.problems == []
+    assert server.requests[0].header("dd-api-key") == "dd-key"
+    by_label = {m["label"]: m for m in server.evaluations}
+    span_id = str(int.from_bytes(ids.otel_span_id(7, "trc_0190a1b2c3d4e5f6"), "big"))
+    assert all(m["join_on"]["span"]["span_id"] == span_id and m["ml_app"] == "shop" for m in server.evaluations)
+    assert by_label["helpfulness"]["score_value"] == 0.8 and by_label["helpfulness"]["reasoning"] == "good"
+    assert by_label["thumbs"]["boolean_value"] is False and by_label["thumbs"]["metric_type"] == "boolean"
+    assert by_label["topic"]["categorical_value"] == "billing"
+    assert by_label["user_rating_v2"]["score_value"] == 4
 
 
 @pytest.mark.parametrize("platform", ["helicone"])
