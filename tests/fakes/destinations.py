@@ -181,6 +181,7 @@ class FakePhoenix(FakeOtlpCollector):
     def __init__(self, *, api_key: str | None = None, **kwargs: Any) -> None:
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         super().__init__(required_headers=headers, **kwargs)
+        self.annotations: dict[str, dict[str, Any]] = {}
 
     def span_problem(self, span: DecodedSpan) -> str | None:
         problem = super().span_problem(span)
@@ -197,7 +198,37 @@ class FakePhoenix(FakeOtlpCollector):
             if not self.authorized(request):
                 return self.unauthorized(request)
             return Reply(200, {"data": [{"id": "UHJvamVjdDox", "name": "default"}], "next_cursor": None})
+        if request.method == "POST" and request.path == "/v1/span_annotations":
+            if not self.authorized(request):
+                return self.unauthorized(request)
+            return self.receive_annotations(request)
         return super().handle_other(request)
+
+    def receive_annotations(self, request: RecordedRequest) -> Reply:
+        """``{"data": [{span_id (16 hex), name, annotator_kind LLM|CODE|HUMAN, result {label?, score?,
+        explanation?} with a label or a score, metadata?, identifier?}]}`` → ``{"data": [{"id"}]}``."""
+        try:
+            items = request.json()["data"]
+        except (ValueError, KeyError, TypeError):
+            return self.problem(request, "not a span annotations payload", 422)
+        problems = []
+        for item in items:
+            result = item.get("result") or {}
+            if not re.fullmatch(r"[0-9a-f]{16}", str(item.get("span_id"))):
+                problems.append("span_id")
+            if item.get("annotator_kind") not in ("LLM", "CODE", "HUMAN") or not item.get("name"):
+                problems.append("annotator_kind/name")
+            if set(result) - {"label", "score", "explanation"} or not ("label" in result or "score" in result):
+                problems.append("result")
+            if "score" in result and (
+                isinstance(result["score"], bool) or not isinstance(result["score"], (int, float))
+            ):
+                problems.append("result.score")
+        if problems:
+            return self.problem(request, f"invalid annotations: {problems}", 422, {"detail": problems})
+        for item in items:
+            self.annotations[item.get("identifier") or str(len(self.annotations))] = item
+        return Reply(200, {"data": [{"id": f"annotation-{i}"} for i in range(len(items))]})
 
 
 class FakeMlflow(FakeOtlpCollector):

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from integrations.exporters import ids
-from tests.fakes import FakeDatadog, FakeLangfuse, FakeLangSmith
+from tests.fakes import FakeDatadog, FakeLangfuse, FakeLangSmith, FakePhoenix
 from traces.records import ScoreRecord
 
 from .conftest import make_exporter
@@ -85,6 +85,22 @@ def test_datadog_gets_evaluations_joined_to_the_span_it_received(http) -> None:
     assert by_label["thumbs"]["boolean_value"] is False and by_label["thumbs"]["metric_type"] == "boolean"
     assert by_label["topic"]["categorical_value"] == "billing"
     assert by_label["user_rating_v2"]["score_value"] == 4
+
+
+def test_phoenix_gets_span_annotations_on_the_span_it_received(http) -> None:
+    with FakePhoenix(api_key="px-key") as server:
+        config = {"host": server.url, "apiKey": "px-key"}
+        exporter = make_exporter("phoenix", config, http)
+        exporter.export_scores(SCORES)
+        exporter.export_scores(SCORES)  # the same identifiers: updated, not doubled
+    assert server.problems == []
+    assert len(server.annotations) == 3
+    span_hex = ids.otel_span_id(7, "trc_0190a1b2c3d4e5f6").hex()
+    by_name = {a["name"]: a for a in server.annotations.values()}
+    assert all(a["span_id"] == span_hex and a["annotator_kind"] == "HUMAN" for a in server.annotations.values())
+    assert by_name["helpfulness"]["result"] == {"score": 0.8, "explanation": "good"}
+    assert by_name["thumbs"]["result"] == {"label": "false", "score": 0}
+    assert by_name["topic"]["result"] == {"label": "billing"}
 
 
 @pytest.mark.parametrize("platform", ["helicone"])
