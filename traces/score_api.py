@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from accounts.models import Scope
-from accounts.permissions import principal_of, scoped
+from accounts.permissions import HasApiKey, principal_of
 from config.problems import InvalidInput, Problem, problem_responses
 from pipeline.scores import score_create
 
@@ -68,9 +70,25 @@ def trace_or_404(team_id: int, trace_id: str) -> Trace:
     return trace
 
 
+class _MayScore(HasApiKey):
+    """Reading takes `traces:read`; posting `ingest` (an SDK's key, a CI key) or `traces:read` (a
+    person's token through the CLI: user tokens never ingest)."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        super().has_permission(request, view)
+        principal = principal_of(request)
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            allowed, needed = principal.has_scope(Scope.TRACES_READ), str(Scope.TRACES_READ)
+        else:
+            allowed = principal.has_scope(Scope.INGEST) or principal.has_scope(Scope.TRACES_READ)
+            needed = str(Scope.INGEST)
+        if not allowed:
+            raise Problem(403, "insufficient-scope", principal.refusal(needed), required_scope=needed)
+        return True
+
+
 class TraceScores(APIView):
-    # Posting takes the ingest scope (what an SDK's key has), reading the traces' read scope.
-    permission_classes = [scoped(Scope.TRACES_READ, Scope.INGEST)]
+    permission_classes = [_MayScore]
 
     @extend_schema(
         tags=[TAG],
