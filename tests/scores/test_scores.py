@@ -237,3 +237,31 @@ def test_the_integration_api_keeps_score_mappings(api):
     r = api.post("/api/v1/integrations", {"name": "h", "platform": "webhook", "config": config}, format="json")
     assert r.status_code == 201, r.content
     assert r.json()["config"]["score_mappings"] == {"thumbs": "fb", "x": None}
+
+
+def test_the_feed_filters_by_score(api, team, django_capture_on_commit_callbacks):
+    good, bad, categorical, none = (TraceFactory(team=team) for _ in range(4))
+    for trace, name, value in (
+        (good, "helpfulness", 0.9),
+        (bad, "helpfulness", 0.2),
+        (good, "thumbs", True),
+        (bad, "thumbs", False),
+        (categorical, "topic", "billing"),
+    ):
+        post_score(api, trace.trace_id, {"name": name, "value": value}, django_capture_on_commit_callbacks)
+
+    def ids(query):
+        r = api.get("/api/v1/traces?" + query)
+        assert r.status_code == 200, r.content
+        return {t["id"] for t in r.json()["data"]}
+
+    assert ids("score.helpfulness.min=0.5") == {good.trace_id}
+    assert ids("score.helpfulness.max=0.5") == {bad.trace_id}
+    assert ids("score.helpfulness=0.2") == {bad.trace_id}
+    assert ids("score.thumbs=true") == {good.trace_id}
+    assert ids("score.thumbs.max=0") == {bad.trace_id}
+    assert ids("score.topic=billing") == {categorical.trace_id}
+    assert none.trace_id not in ids("score.helpfulness.min=0")
+    for bad_query in ("score.helpfulness.min=high", "score.=1", "score.thumbs="):
+        r = api.get("/api/v1/traces?" + bad_query)
+        assert r.status_code == 400 and r["Content-Type"] == "application/problem+json", bad_query
