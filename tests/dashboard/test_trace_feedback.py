@@ -77,3 +77,22 @@ def test_a_viewer_sees_but_may_not_vote_or_share(as_role, trace):
 def test_another_teams_trace_is_a_404(as_role, other_team):
     TraceFactory(team=other_team, trace_id="theirs")
     assert as_role("member").post("/traces/theirs/share", {}).status_code == 404
+
+
+def test_the_integration_form_takes_score_mappings(as_role):
+    from integrations.models import Integration
+
+    from .integrations_setup import webhook_form
+
+    client = as_role("admin")
+    bad = client.post("/integrations/new/webhook", webhook_form(config_score_mappings="thumbs"))
+    assert bad.status_code == 400 and "config_score_mappings" in bad.context["form"].errors
+    bad = client.post("/integrations/new/webhook", webhook_form(config_score_mappings="has space = x"))
+    assert bad.status_code == 400 and "config_score_mappings" in bad.context["form"].errors
+    assert not Integration.objects.exists()
+
+    client.post("/integrations/new/webhook", webhook_form(config_score_mappings="thumbs = feedback\ninternal ="))
+    hook = Integration.objects.get()
+    assert hook.config["score_mappings"] == {"thumbs": "feedback", "internal": None}
+    page = client.get(f"/integrations/{hook.pk}/edit").content.decode()
+    assert "thumbs = feedback" in page and "Score mappings" in page
