@@ -55,7 +55,7 @@ class Analytics(APIView):
     def get(self, request: Request) -> HttpResponse:
         principal = principal_of(request)
         params = request.query_params
-        reject_unknown_parameters(params, (*FILTER_PARAMS, *selectors.PARAMS), prefixes=("metadata.",))
+        reject_unknown_parameters(params, (*FILTER_PARAMS, *selectors.PARAMS), prefixes=("metadata.", "score."))
         limit = parse_limit(params.get("limit"), default=None, maximum=selectors.GROUP_LIMIT_MAX)
         try:
             query = selectors.parse_query(params, now=None, limit=limit)

@@ -55,6 +55,7 @@ from .breaker import CircuitBreaker
 from .client import http_client
 from .models import Delivery, DeliveryStatus
 from .policy import RetryPolicy
+from .scores import follow_delivered
 from .states import EARLY_SLACK, DeliveryReport, claim, defer, give_up, mine, retry, wait
 
 log = logging.getLogger(__name__)
@@ -244,6 +245,7 @@ def _send_chunk(
             integration_id=integration_id,
         )
         breaker.record_success()
+        _scores_follow(present, present[0]["destination"])
         return
 
     message = _error_text(error)
@@ -278,6 +280,15 @@ def _refused_items(
             give_up(same, token, key[0], error.status_code, integration_id, report)
         else:
             _failed(same, token, error, sender.policy, integration_id, report)
+
+
+def _scores_follow(rows: list[dict[str, Any]], destination: str) -> None:
+    """Scores posted before these traces reached ``destination`` follow them there (delivery.scores).
+    A failure here must not undo a delivery: the sweeper's next pass cannot find these, so it is logged."""
+    try:
+        follow_delivered([r["trace_id"] for r in rows], destination)
+    except Exception:
+        log.exception("could not queue the scores of %d traces delivered to %s", len(rows), destination)
 
 
 def _failed(

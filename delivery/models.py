@@ -169,3 +169,43 @@ class RunRoute(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} → {', '.join(self.destinations) or 'nowhere'}"
+
+
+class ScoreStatus(models.TextChoices):
+    PENDING = "pending"
+    SENDING = "sending"
+    DELIVERED = "delivered"
+    WITHHELD = "withheld"  # score_mappings maps the name to null: never sent there
+    DEAD = "dead"  # refused for good, out of attempts, or a destination that takes no scores
+
+
+class ScoreDelivery(models.Model):
+    """A score on its way to one destination that received (or will receive) its trace: the scores'
+    outbox (delivery/scores.py). Made when both the score and the trace's delivery there exist."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
+    score = models.ForeignKey("traces.Score", on_delete=models.CASCADE, related_name="deliveries", db_index=False)
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="score_deliveries")
+    destination = models.CharField(max_length=200)
+    status = models.CharField(max_length=10, choices=ScoreStatus.choices, default=ScoreStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    claim_token = models.UUIDField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    # The name the destination got (score_mappings); "" while not sent, or withheld.
+    sent_name = models.CharField(max_length=200, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "delivery_score"
+        constraints = [
+            models.UniqueConstraint(fields=["score", "destination"], name="score_delivery_unique_destination")
+        ]
+        indexes = [
+            models.Index(fields=["next_attempt_at"], condition=models.Q(status="pending"), name="score_delivery_due")
+        ]
+
+    def __str__(self) -> str:
+        return f"score {self.score_id} → {self.destination} ({self.status})"

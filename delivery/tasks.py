@@ -22,6 +22,7 @@ from . import lease
 from .client import close_http_client
 from .engine import deliver_batch
 from .outbox import DELIVER_TASK
+from .scores import SEND_SCORES_TASK, send_scores, sweep_scores
 from .sweeper import sweep
 
 log = logging.getLogger(__name__)
@@ -56,9 +57,28 @@ def deliver(delivery_ids: list[int]) -> None:
         )
 
 
+@shared_task(
+    name=SEND_SCORES_TASK,
+    queue=Queue.DELIVERY,
+    ignore_result=True,
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def deliver_scores(score_delivery_ids: list[int]) -> None:
+    report = send_scores(score_delivery_ids)
+    if report.retried or report.dead:
+        log.info("scores: %d delivered, %d retrying, %d dead", report.delivered, report.retried, report.dead)
+
+
 @shared_task(name=SWEEP_TASK, queue=Queue.DELIVERY, ignore_result=True, acks_late=True)
 def sweep_outbox() -> None:
     _hold_lease()
+    scores = sweep_scores()
+    if scores:
+        log.info("outbox sweep: %d score deliveries dispatched", scores)
     report = sweep(take_over=lease.may_take_over())
     if report.reclaimed or report.dispatched:
         log.info("outbox sweep: %d reclaimed from dead workers, %d dispatched", report.reclaimed, report.dispatched)

@@ -116,6 +116,13 @@ FILTER_PARAMETERS = [
         description="`metadata.<key>=<value>`: the metadata key equals the value (as text, or as the same "
         "number/boolean/null). Any number of them.",
     ),
+    OpenApiParameter(
+        "score.<name>",
+        _TEXT,
+        description="`score.<name>=<value>`: has a score of that name equal to the number, `true`/`false` or "
+        "category; `score.<name>.min=<n>` / `score.<name>.max=<n>`: its number (a boolean counts 1/0) at "
+        "least / at most n.",
+    ),
     OpenApiParameter("environment", _TEXT, description="`production`, `development`, `ci` or your own."),
     OpenApiParameter("session_id", _TEXT, description="Calls of this session (`session_id`)."),
     OpenApiParameter("service_name", _TEXT, description="Calls of this service (`service_name`, exact)."),
@@ -188,7 +195,9 @@ class TraceListCreate(APIView):
     def get(self, request: Request) -> HttpResponse:
         principal = principal_of(request)
         params = request.query_params
-        reject_unknown_parameters(params, (*FILTER_PARAMS, "limit", "cursor", "after"), prefixes=("metadata.",))
+        reject_unknown_parameters(
+            params, (*FILTER_PARAMS, "limit", "cursor", "after"), prefixes=("metadata.", "score.")
+        )
         trace_filter = _filter_or_400(params)
         limit = parse_limit(params.get("limit"), default=50, maximum=500)
         if params.get("after") is not None:

@@ -12,11 +12,11 @@ from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from .kinds import Kind
-from .models import Status
+from .models import Score, Status
 from .normalize import parse_datetime
 
 TIME_RANGES = {"1h": timedelta(hours=1), "24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
@@ -86,6 +86,8 @@ class TraceFilter:
     usage_estimated: bool | None = None
     run_id: str = ""
     kinds: tuple[str, ...] = ()
+    # `score.<name>=<value>`, `score.<name>.min=<n>`, `score.<name>.max=<n>`: (name, "eq"|"min"|"max", value)
+    scores: tuple[tuple[str, str, Any], ...] = ()
 
     def apply(self, qs: QuerySet[Any]) -> QuerySet[Any]:
         if self.model:
@@ -132,7 +134,52 @@ class TraceFilter:
             qs = qs.filter(run_id=self.run_id)
         if self.kinds:
             qs = qs.filter(kind__in=self.kinds)
+        for name, op, value in self.scores:
+            qs = qs.filter(Exists(_score_match(name, op, value)))
         return qs
+
+
+def _score_match(name: str, op: str, value: Any) -> QuerySet[Any]:
+    """The trace has a score ``name`` equal to ``value`` (the same number, boolean or category), or
+    whose number (a boolean counts 1/0) is at least (``min``) or at most (``max``) ``value``."""
+    scores = Score.objects.filter(trace=OuterRef("pk"), name=name)
+    if op == "min":
+        return scores.filter(number__gte=value)
+    if op == "max":
+        return scores.filter(number__lte=value)
+    if isinstance(value, bool):
+        return scores.filter(data_type="boolean", value=value)
+    if isinstance(value, float):
+        return scores.filter(data_type="numeric", number=value)
+    return scores.filter(data_type="categorical", value=value)
+
+
+def _score_filters(lists: dict[str, list[str]]) -> tuple[tuple[str, str, Any], ...]:
+    out: list[tuple[str, str, Any]] = []
+    for param in lists:
+        if not param.startswith("score."):
+            continue
+        name, op = param[len("score.") :], "eq"
+        for suffix in (".min", ".max"):
+            if name.endswith(suffix):
+                name, op = name[: -len(suffix)], suffix[1:]
+        if not name or len(name) > 200 or not all(c.isalnum() or c in "_.:-" for c in name):
+            raise FilterError(param, "Name a score: score.<name>=<value>, score.<name>.min=<n>, score.<name>.max=<n>.")
+        raw = _text(lists, param, strip=True)
+        if op != "eq" or raw.lower() not in ("true", "false"):
+            try:
+                number = float(raw)
+            except ValueError:
+                number = math.nan
+            if op != "eq" and not math.isfinite(number):
+                raise FilterError(param, "Must be a number.")
+            value: Any = number if math.isfinite(number) else raw
+        else:
+            value = raw.lower() == "true"
+        if value == "":
+            raise FilterError(param, "Give a value: a number, true/false or a category.")
+        out.append((name, op, value))
+    return tuple(out)
 
 
 def _metadata_equals(qs: QuerySet[Any], key: str, value: str) -> QuerySet[Any]:
@@ -215,6 +262,7 @@ def parse_trace_filter(
                 )
             metadata.append((key, _text(lists, name, strip=False)))
     values["metadata"] = tuple(metadata)
+    values["scores"] = _score_filters(lists)
 
     since = _datetime(lists, "since")
     until = _datetime(lists, "until")

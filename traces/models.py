@@ -229,6 +229,56 @@ class FeedColumns(models.Model):
         return f"{self.user_id}: {', '.join(self.columns) or 'default columns'}"
 
 
+class ScoreType(models.TextChoices):
+    NUMERIC = "numeric"
+    BOOLEAN = "boolean"
+    CATEGORICAL = "categorical"
+
+
+class Score(models.Model):
+    """A score or a piece of feedback on a trace (docs/scores.md): ``value`` is the JSON number,
+    boolean or string posted, ``data_type`` says which. Routed like its trace (delivery.scores)."""
+
+    id = models.UUIDField(primary_key=True, default=_uuid7, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="scores", db_index=False)
+    name = models.CharField(max_length=200)
+    value = models.JSONField()
+    # The number of a numeric or boolean score (1/0), for the feed's filters and the analytics' averages.
+    number = models.FloatField(null=True, blank=True)
+    data_type = models.CharField(max_length=12, choices=ScoreType.choices)
+    comment = models.TextField(blank=True)
+    source = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["trace", "created_at"], name="score_trace"),
+            models.Index(fields=["team", "name", "created_at"], name="score_team_name"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.value!r} on {self.trace_id}"
+
+
+class ShareLink(models.Model):
+    """A public, read-only link to one trace (docs/sharing.md). Only the token's SHA-256 is stored."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+", db_index=False)
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="share_links", db_index=False)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["trace", "-created_at"], name="share_link_trace")]
+
+    def __str__(self) -> str:
+        return f"share link {self.pk} of {self.trace_id}"
+
+
 # `tags__has_item="beta"`, `metadata__has_entry=("k", "v")` (see traces/lookups.py).
 Trace._meta.get_field("tags").register_lookup(HasItem)
 Trace._meta.get_field("destinations").register_lookup(HasItem)

@@ -131,3 +131,22 @@ class TraceRecord:
             kind=trace.kind,
             name=trace.name,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreRecord:
+    """A score as exporters send it: ``name`` is the destination's name for it (score_mappings);
+    the trace's ids and time let each tool attach it to the span it received."""
+
+    score_id: str
+    team_id: int
+    trace_id: str
+    run_id: str
+    name: str
+    value: Any
+    data_type: str  # numeric | boolean | categorical
+    comment: str
+    source: str
+    created_at: datetime
+    trace_timestamp: datetime | None = None
+    trace_end: datetime | None = None

@@ -3,7 +3,7 @@
 from django.urls import path
 
 from . import api
-from .views import detail, feed, groups, home_key_create, runs
+from .views import detail, feed, feedback, groups, home_key_create, public, runs
 
 urlpatterns = [
     path("plants", api.PlantList.as_view(), name="plants"),
@@ -20,6 +20,10 @@ urlpatterns = [
     path("runs/<path:run_id>/spans.json", runs.run_spans_json, name="run-spans"),
     path("runs/<path:run_id>/spans/<str:span_id>", runs.run_span, name="run-span"),
     path("runs/<path:run_id>", runs.run_page, name="run-detail"),
+    path("traces/<str:trace_id>/thumbs", feedback.trace_thumbs, name="trace-thumbs"),
+    path("traces/<str:trace_id>/share", feedback.trace_share, name="trace-share"),
+    path("traces/<str:trace_id>/share/<int:link_id>/revoke", feedback.trace_share_revoke, name="trace-share-revoke"),
+    path("share/<str:token>", public.shared_trace_page, name="trace-shared"),
     path("sessions", groups.sessions, name="trace-sessions"),
     path("sessions/<path:session_id>", groups.session_detail, name="trace-session"),
     path("users", groups.users, name="trace-users"),

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 import httpx
 
 from config.problems import InvalidInput
-from traces.records import TraceRecord
+from traces.records import ScoreRecord, TraceRecord
 
 log = logging.getLogger(__name__)
 REASON_MAX = 1000
@@ -130,6 +130,15 @@ class Exporter:
     def export_encoded(self, batch: Sequence[Encoded]) -> Refused | None:
         """Send encoded traces (≤ ``max_batch``) with stable ids, so a re-send never duplicates;
         the items the destination refused, if it said which."""
+        raise NotImplementedError
+
+    # Whether `export_scores` sends scores to this platform (docs/scores.md): a destination without
+    # it has its scores recorded as dead with the reason, never silently dropped.
+    supports_scores: ClassVar[bool] = False
+
+    def export_scores(self, scores: Sequence[ScoreRecord]) -> None:
+        """Send scores (≤ ``max_batch``) on traces this destination received, in its own terms, with
+        stable ids (a re-send never duplicates); `ExportError` as for traces."""
         raise NotImplementedError
 
     def export(self, traces: Sequence[TraceRecord]) -> Refused | None:

@@ -8,7 +8,7 @@ Field names follow the interface spec (camelCase: ``apiKey``, ``projectId``, ``p
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,6 +129,31 @@ def _clean_value(f: Field, value: Any) -> Any:
     return _clean_str(f, value)
 
 
+SCORE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
+MAX_SCORE_MAPPINGS = 100
+
+
+def clean_score_mappings(value: Any) -> dict[str, str | None]:
+    """``{"<our score name>": "<their name>" | null}``: rename a score for this destination, or
+    withhold it (null). Names not listed go out unchanged (docs/scores.md)."""
+    if not isinstance(value, Mapping):
+        raise ValueError('must be an object: {"<our score name>": "<their name>" or null}')
+    if len(value) > MAX_SCORE_MAPPINGS:
+        raise ValueError(f"at most {MAX_SCORE_MAPPINGS} mappings")
+    out: dict[str, str | None] = {}
+    for ours, theirs in value.items():
+        if not isinstance(ours, str) or not SCORE_NAME.match(ours):
+            raise ValueError(f"{str(ours)[:50]!r}: a score name is 1-200 letters, digits, '_', '.', ':' or '-'")
+        if theirs is not None and (not isinstance(theirs, str) or not theirs.strip() or len(theirs) > 200):
+            raise ValueError(f"{ours!r}: map to a name of 1-200 characters, or null to withhold the score")
+        out[ours] = theirs.strip() if isinstance(theirs, str) else None
+    return out
+
+
+# Settings every platform's config carries beside its own fields (docs/destinations/README.md).
+COMMON_SETTINGS: dict[str, Callable[[Any], Any]] = {"score_mappings": clean_score_mappings}
+
+
 def clean_config(fields: Iterable[Field], raw: Any, *, platform: str) -> dict[str, Any]:
     """Check ``raw`` against the fields: unknown keys, types, required fields, URL guard.
     A null value means "not set". Raises `ConfigError` with every problem at once."""
@@ -140,9 +165,16 @@ def clean_config(fields: Iterable[Field], raw: Any, *, platform: str) -> dict[st
     out: dict[str, Any] = {}
     given_as: dict[str, str] = {}
     for key, value in raw.items():
+        if key in COMMON_SETTINGS and key not in by_spelling:
+            try:
+                if value is not None:
+                    out[key] = COMMON_SETTINGS[key](value)
+            except ValueError as exc:
+                errors.setdefault(key, []).append(str(exc))
+            continue
         f = by_spelling.get(key)
         if f is None:
-            known = ", ".join(f.name for f in fields)
+            known = ", ".join([*(f.name for f in fields), *COMMON_SETTINGS])
             errors.setdefault(str(key), []).append(f"unknown field for {platform}; known fields: {known}")
             continue
         if f.name in given_as:

@@ -13,12 +13,14 @@ as its SDK does, and a request stays under the 5 MB payload limit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
-from traces.records import TraceRecord
+from traces.records import ScoreRecord, TraceRecord
 
+from . import ids
 from .base import CheckResult, Encoded, ExportError, Refused, Unencodable
 from .calls import Call, Message, iso, since_1970_ns, to_json
 from .configs import Field
@@ -149,10 +151,47 @@ def span_for(call: Call) -> dict[str, Any]:
     return span
 
 
+_LABEL_INVALID = re.compile(r"[^A-Za-z0-9_]")
+_EVAL_TYPES = {
+    "numeric": ("score", "score_value"),
+    "boolean": ("boolean", "boolean_value"),
+    "categorical": ("categorical", "categorical_value"),
+}
+
+
+def evaluation_label(name: str) -> str:
+    """Datadog's label rule: ASCII letters, digits and underscores, starting with a letter, ≤ 200."""
+    label = _LABEL_INVALID.sub("_", name)
+    return (label if label[:1].isalpha() else f"s_{label}")[:200]
+
+
+def evaluation_for(score: ScoreRecord, ml_app: str) -> dict[str, Any]:
+    """One evaluation metric joined to the span our trace became (its span and trace ids)."""
+    metric_type, value_key = _EVAL_TYPES[score.data_type]
+    metric: dict[str, Any] = {
+        "join_on": {
+            "span": {
+                "span_id": str(int.from_bytes(ids.otel_span_id(score.team_id, score.trace_id), "big")),
+                "trace_id": ids.otel_trace_id(score.team_id, score.run_id or score.trace_id).hex(),
+            }
+        },
+        "ml_app": ml_app,
+        "timestamp_ms": int(score.created_at.timestamp() * 1000),
+        "metric_type": metric_type,
+        "label": evaluation_label(score.name),
+        value_key: score.value,
+        "tags": [f"source:{score.source}", "tracerelay_score_id:" + score.score_id],
+    }
+    if score.comment:
+        metric["reasoning"] = score.comment
+    return metric
+
+
 class DatadogExporter(HttpExporter):
     platform = "datadog"
     label = "Datadog LLM Observability"
     max_batch = 100
+    supports_scores = True
     fields: ClassVar[tuple[Field, ...]] = (
         Field("apiKey", required=True, secret=True, max_length=200),
         Field("site", "choice", default="datadoghq.com", choices=SITES, address=True),
@@ -211,6 +250,24 @@ class DatadogExporter(HttpExporter):
                     raise
                 refused.update(dict.fromkeys(indexes, exc))
         return refused or None
+
+    def export_scores(self, scores: Sequence[ScoreRecord]) -> None:
+        """LLM Observability evaluations: ``POST /api/intake/llm-obs/v2/eval-metric``, each joined to
+        the span our trace became; a comment goes as the evaluation's ``reasoning``."""
+        if not scores:
+            return
+        body = {
+            "data": {
+                "type": "evaluation_metric",
+                "attributes": {"metrics": [evaluation_for(s, str(self.config["mlApp"])) for s in scores]},
+            }
+        }
+        self.send(
+            "POST",
+            f"{self.base_url}/api/intake/llm-obs/v2/eval-metric",
+            content=to_json(body).encode(),
+            headers={**self.headers(), "Content-Type": "application/json"},
+        )
 
     def check(self) -> CheckResult:
         """Datadog's key validation endpoint (``GET /api/v1/validate``)."""

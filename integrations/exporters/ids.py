@@ -35,3 +35,9 @@ def batch_key(team_id: int, trace_ids: list[str]) -> str:
     """One id for a batch of traces (webhook delivery id): the same set gives the same id."""
     joined = "\n".join(sorted(trace_ids))
     return hashlib.sha256(f"tracerelay/batch/{team_id}/{joined}".encode()).hexdigest()[:32]
+
+
+def score_uuid(team_id: int, score_id: str, destination: str) -> uuid.UUID:
+    """A score's id at a destination keyed by UUID (LangSmith feedback, Langfuse scores): the same
+    score re-sent to the same destination is the same record there, never a second one."""
+    return uuid.uuid5(RUN_NAMESPACE, f"score/{team_id}/{destination}/{score_id}")

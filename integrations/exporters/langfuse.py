@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from traces.records import ScoreRecord
+
+from . import ids
 from .base import CheckResult
 from .calls import Call, iso, to_json
 from .configs import Field
@@ -23,6 +27,29 @@ _ENV_INVALID = re.compile(r"[^a-z0-9_-]+")
 def langfuse_environment(environment: str) -> str:
     env = _ENV_INVALID.sub("-", environment.strip().lower()).strip("-")[:40]
     return "" if env.startswith("langfuse") else env
+
+
+_LANGFUSE_TYPES = {"numeric": "NUMERIC", "boolean": "BOOLEAN", "categorical": "CATEGORICAL"}
+
+
+def langfuse_score(score: ScoreRecord, destination: str) -> dict[str, Any]:
+    """``POST /api/public/scores``: on the trace and observation our OTLP span became (the ids the
+    exporter derives for it); a boolean goes as 1/0 with dataType BOOLEAN, as Langfuse wants."""
+    value: Any = score.value
+    if score.data_type == "boolean":
+        value = 1 if score.value else 0
+    body: dict[str, Any] = {
+        "id": str(ids.score_uuid(score.team_id, score.score_id, destination)),
+        "traceId": ids.otel_trace_id(score.team_id, score.run_id or score.trace_id).hex(),
+        "observationId": ids.otel_span_id(score.team_id, score.trace_id).hex(),
+        "name": score.name,
+        "value": value,
+        "dataType": _LANGFUSE_TYPES[score.data_type],
+        "metadata": {"source": score.source, "tracerelay_score_id": score.score_id},
+    }
+    if score.comment:
+        body["comment"] = score.comment
+    return body
 
 
 def _scalar(value: Any) -> Any:
@@ -100,6 +127,7 @@ class LangfuseExporter(OtlpExporter):
     platform = "langfuse"
     label = "Langfuse"
     max_batch = 512
+    supports_scores = True
     fields: ClassVar[tuple[Field, ...]] = (
         Field("publicKey", required=True, max_length=200, help="pk-lf-…"),
         Field("secretKey", required=True, secret=True, max_length=200, help="sk-lf-…"),
@@ -119,6 +147,17 @@ class LangfuseExporter(OtlpExporter):
 
     def span_attributes(self, call: Call) -> dict[str, Any]:
         return {**super().span_attributes(call), **langfuse_attributes(call)}
+
+    def export_scores(self, scores: Sequence[ScoreRecord]) -> None:
+        """One ``POST /api/public/scores`` per score (the endpoint takes one); its id is stable, so a
+        re-send updates the same score in Langfuse."""
+        for score in scores:
+            self.send(
+                "POST",
+                f"{self.config['host']}/api/public/scores",
+                content=to_json(langfuse_score(score, self.target.name)).encode(),
+                headers={**self.auth_headers(), "Content-Type": "application/json"},
+            )
 
     def check(self) -> CheckResult:
         """``GET /api/public/projects`` answers with the key pair's project: auth without writing."""

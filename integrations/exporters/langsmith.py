@@ -25,7 +25,7 @@ from uuid import UUID
 import httpx
 
 from traces.lineage import Ancestor, ancestors
-from traces.records import TraceRecord
+from traces.records import ScoreRecord, TraceRecord
 
 from . import ids
 from .base import CheckResult, Encoded, ExportError, NotYet, Refused, Unencodable
@@ -151,6 +151,7 @@ def _call_run(call: Call) -> dict[str, Any]:
 
 class LangsmithExporter(HttpExporter):
     platform = "langsmith"
+    supports_scores = True
     label = "LangSmith"
     max_batch = 100  # the SDK's batch size; well under the 20 MiB size limit for typical traces
     fields: ClassVar[tuple[Field, ...]] = (
@@ -237,6 +238,36 @@ class LangsmithExporter(HttpExporter):
             except ExportError as exc:
                 refused[index] = exc
         return refused
+
+    def export_scores(self, scores: Sequence[ScoreRecord]) -> None:
+        """LangSmith feedback: one ``POST {endpoint}/feedback`` per score, on the run our trace became
+        (its run id), keyed by the score's name; numbers and booleans as ``score``, a category as
+        ``value``; a stable feedback id, so a re-send is the same feedback."""
+        for score in scores:
+            run_id = str(ids.run_uuid(score.team_id, score.trace_id))
+            body: dict[str, Any] = {
+                "id": str(ids.score_uuid(score.team_id, score.score_id, self.target.name)),
+                "run_id": run_id,
+                "key": score.name,
+                "feedback_source": {"type": "api", "metadata": {"source": score.source}},
+            }
+            if score.data_type == "categorical":
+                body["value"] = score.value
+            else:
+                body["score"] = (1 if score.value else 0) if score.data_type == "boolean" else score.value
+            if score.comment:
+                body["comment"] = score.comment
+            response = self.request(
+                "POST",
+                f"{self.config['endpoint']}/feedback",
+                content=to_json(body).encode(),
+                headers={**self.headers(), "Content-Type": "application/json"},
+            )
+            if response.status_code == 409:
+                continue  # this feedback id is stored already: a re-send of one that got through
+            error = error_for_response(response, self.destination)
+            if error is not None:
+                raise error
 
     def check(self) -> CheckResult:
         """Lists one project (``GET /sessions``): the key and the workspace, nothing written."""

@@ -5,8 +5,12 @@ id and parent span ids); agents, tools, retrievals and chains carry their OpenIn
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from traces.records import ScoreRecord
+
+from . import ids
 from .base import CheckResult
 from .calls import Call, Message, to_json
 from .configs import Field
@@ -122,9 +126,33 @@ def openinference_attributes(call: Call) -> dict[str, Any]:
     return attrs | _common_openinference(call)
 
 
+def span_annotation(score: ScoreRecord) -> dict[str, Any]:
+    """One Phoenix span annotation on the span our trace became: a number as ``score``, a boolean as
+    label "true"/"false" and score 1/0, a category as ``label``; the comment as ``explanation``.
+    ``identifier`` is our score id, so a re-send updates the same annotation."""
+    result: dict[str, Any] = {}
+    if score.data_type == "numeric":
+        result["score"] = score.value
+    elif score.data_type == "boolean":
+        result["label"], result["score"] = ("true", 1) if score.value else ("false", 0)
+    else:
+        result["label"] = score.value
+    if score.comment:
+        result["explanation"] = score.comment
+    return {
+        "span_id": ids.otel_span_id(score.team_id, score.trace_id).hex(),
+        "name": score.name,
+        "annotator_kind": "HUMAN" if score.source == "human" else "CODE",
+        "result": result,
+        "metadata": {"source": score.source},
+        "identifier": f"tracerelay:{score.score_id}",
+    }
+
+
 class PhoenixExporter(OtlpExporter):
     platform = "phoenix"
     label = "Phoenix"
+    supports_scores = True
     fields: ClassVar[tuple[Field, ...]] = (
         Field("host", "base_url", required=True, help="Phoenix base URL, e.g. http://phoenix:6006."),
         Field("projectName", default="default", aliases=("projectId", "project"), max_length=200),
@@ -145,6 +173,17 @@ class PhoenixExporter(OtlpExporter):
 
     def span_attributes(self, call: Call) -> dict[str, Any]:
         return {**super().span_attributes(call), **openinference_attributes(call)}
+
+    def export_scores(self, scores: Sequence[ScoreRecord]) -> None:
+        """Span annotations: ``POST {host}/v1/span_annotations`` with ``{"data": [...]}``."""
+        if not scores:
+            return
+        self.send(
+            "POST",
+            f"{self.config['host']}/v1/span_annotations",
+            content=to_json({"data": [span_annotation(s) for s in scores]}).encode(),
+            headers={**self.headers(), "Content-Type": "application/json"},
+        )
 
     def check(self) -> CheckResult:
         """Phoenix's REST project list: reachability and, with auth on, the key."""

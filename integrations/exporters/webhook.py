@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from traces.records import TraceRecord
+from traces.records import ScoreRecord, TraceRecord
 
 from . import ids
 from .answers import check_answer
@@ -90,10 +90,25 @@ def trace_payload(call: Call) -> dict[str, Any]:
     }
 
 
+def score_payload(score: ScoreRecord) -> dict[str, Any]:
+    return {
+        "id": score.score_id,
+        "trace_id": score.trace_id,
+        "run_id": score.run_id,
+        "name": score.name,
+        "value": score.value,
+        "data_type": score.data_type,
+        "comment": score.comment,
+        "source": score.source,
+        "created_at": iso(score.created_at),
+    }
+
+
 class WebhookExporter(HttpExporter):
     platform = "webhook"
     label = "Webhook"
     max_batch = 100
+    supports_scores = True
     fields: ClassVar[tuple[Field, ...]] = (
         Field("url", "url", required=True, max_length=2000),
         Field("headers", "headers", default=dict),
@@ -143,6 +158,22 @@ class WebhookExporter(HttpExporter):
             }
         # Like a 5xx: retried, then dead-lettered, with the answer as the reason.
         raise ExportError(f"{self.destination} {verdict.problem}", status_code=response.status_code)
+
+    def export_scores(self, scores: Sequence[ScoreRecord]) -> None:
+        """A ``score`` event: ``{"type": "score", "version", "id", "destination", "scores": [...]}``."""
+        if not scores:
+            return
+        delivery_id = ids.batch_key(scores[0].team_id, [f"score:{s.score_id}" for s in scores])
+        body = to_json(
+            {
+                "type": "score",
+                "version": PAYLOAD_VERSION,
+                "id": delivery_id,
+                "destination": self.target.name,
+                "scores": [score_payload(s) for s in scores],
+            }
+        ).encode()
+        self.send("POST", str(self.config["url"]), content=body, headers=self._headers(body, "score", delivery_id))
 
     def check(self) -> CheckResult:
         """A ``ping`` event (signed when a secret is set); any 2xx passes."""

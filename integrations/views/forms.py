@@ -28,6 +28,7 @@ WORDS = {"api": "API", "url": "URL", "id": "ID", "ml": "ML", "uri": "URI"}
 # On an address field of an integration holding secrets (services.ConfigPatch.secrets_to_give_again).
 ADDRESS_HELP = "Changing it asks for the stored secrets again: they only go to the address they were saved with."
 # The keys of an error document (the serializers' and services') → the form field they belong to.
+SCORE_MAPPINGS = "config_score_mappings"  # config.score_mappings (docs/scores.md), on every platform's form
 ENVELOPE = ("name", "default_tags", "metadata_mapping", "timeout_s", "enabled")
 
 
@@ -119,6 +120,15 @@ class IntegrationForm(forms.Form):
                     label=f"Remove the stored {field_label(f.name).lower()}", required=False
                 )
         self.fields.update(settings_fields(platform))
+        self.fields[SCORE_MAPPINGS] = SchemaCharField(
+            label="Score mappings",
+            required=False,
+            help_text="One per line: our score name = the name this destination gets. Leave the right side empty "
+            "to withhold that score here; names not listed go out unchanged.",
+            widget=forms.Textarea(
+                attrs={"rows": 3, "placeholder": "thumbs = user_feedback\ninternal_eval =", "spellcheck": "false"}
+            ),
+        )
         if integration is None:
             self.fields["name"].initial = platform
 
@@ -136,6 +146,7 @@ class IntegrationForm(forms.Form):
         for key, value in shown.items():
             initial[CONFIG + key] = pairs_text(value, ": ") if isinstance(value, Mapping) else value
         initial.update(settings_initial(shown))
+        initial[SCORE_MAPPINGS] = pairs_text((integration.config or {}).get("score_mappings") or {}, " = ")
         return initial
 
     def _config_field(self, f: Field, is_set: bool, shown: Any) -> forms.Field:
@@ -254,6 +265,15 @@ class IntegrationForm(forms.Form):
                     config[f.name] = {} if f.kind == "headers" else None
                 continue
             config[f.name] = value
+        try:
+            mappings = parse_pairs(self.cleaned_data.get(SCORE_MAPPINGS) or "", "=", "our_name = their_name")
+        except forms.ValidationError as error:
+            self.add_error(SCORE_MAPPINGS, error)
+        else:
+            if mappings:
+                config["score_mappings"] = {k: (v or None) for k, v in mappings.items()}
+            elif self.integration is not None and (self.integration.config or {}).get("score_mappings"):
+                config["score_mappings"] = None  # a PATCH: emptied means none
         return config
 
     def add_errors(self, errors: Mapping[str, Any]) -> None:

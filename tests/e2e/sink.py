@@ -38,6 +38,8 @@ class WebhookSink:
         self.errors: list[str] = []  # format violations (the request got a 400)
         self.sends: Counter[str] = Counter()  # trace id → times it arrived in an accepted request
         self.stored: dict[str, dict[str, Any]] = {}  # trace id → payload (deduplicated)
+        self.scores: dict[str, dict[str, Any]] = {}  # score id → payload, from `score` events (deduplicated)
+        self.score_sends: Counter[str] = Counter()
         self._held = threading.Event()
         self._hold_next = False
         self.holding = threading.Event()  # set while a request is being held
@@ -110,12 +112,15 @@ class WebhookSink:
         problems: list[str] = []
         if not (headers.get("Content-Type") or "").startswith("application/json"):
             problems.append(f"content type {headers.get('Content-Type')!r}")
-        if headers.get("X-Tracerelay-Event") != "traces":
-            problems.append(f"event header {headers.get('X-Tracerelay-Event')!r}")
+        event = headers.get("X-Tracerelay-Event")
+        if event not in ("traces", "score"):
+            problems.append(f"event header {event!r}")
         try:
             body = json.loads(raw)
         except ValueError:
             return [*problems, "body is not JSON"], []
+        if event == "score":
+            return self._check_scores(problems, headers, raw, body)
         delivery = headers.get("X-Tracerelay-Delivery")
         if not delivery or delivery != headers.get("Idempotency-Key") or delivery != body.get("id"):
             problems.append("delivery id headers and body id disagree")
@@ -143,6 +148,38 @@ class WebhookSink:
             if not isinstance(t.get("timestamp"), str):
                 problems.append(f"trace {t.get('id')}: timestamp {t.get('timestamp')!r}")
         return problems, traces
+
+    def _check_scores(
+        self, problems: list[str], headers: Any, raw: bytes, body: dict[str, Any]
+    ) -> tuple[list[str], list[dict[str, Any]]]:
+        """A ``score`` event: ``{"type": "score", "version": 1, "id", "destination", "scores": [...]}``."""
+        delivery = headers.get("X-Tracerelay-Delivery")
+        if not delivery or delivery != headers.get("Idempotency-Key") or delivery != body.get("id"):
+            problems.append("delivery id headers and body id disagree")
+        if self.secret is not None and not verify_signature(self.secret, headers.get(SIGNATURE_HEADER) or "", raw):
+            problems.append("bad or missing signature")
+        if body.get("type") != "score" or body.get("version") != 1:
+            problems.append(f"type/version {body.get('type')!r}/{body.get('version')!r}")
+        scores = body.get("scores")
+        if not isinstance(scores, list) or not scores:
+            return [*problems, "no scores"], []
+        expected_type = {bool: "boolean", int: "numeric", float: "numeric", str: "categorical"}
+        for score in scores:
+            if set(score) != {
+                "id",
+                "trace_id",
+                "run_id",
+                "name",
+                "value",
+                "data_type",
+                "comment",
+                "source",
+                "created_at",
+            }:
+                problems.append(f"score fields {sorted(score)}")
+            elif expected_type.get(type(score["value"])) != score["data_type"]:
+                problems.append(f"score {score['id']}: data_type {score['data_type']!r} for {score['value']!r}")
+        return problems, [{**s, "_score": True} for s in scores]
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         sink = self
@@ -174,6 +211,10 @@ class WebhookSink:
                     sink.errors.extend(problems)
                     if 200 <= answer.status < 300:
                         for t in traces:
+                            if t.pop("_score", False):
+                                sink.score_sends[t["id"]] += 1
+                                sink.scores.setdefault(t["id"], t)
+                                continue
                             sink.sends[t["id"]] += 1
                             sink.stored.setdefault(t["id"], t)
                     sink._changed.notify_all()

@@ -14,7 +14,9 @@ the platform's own key where the platform deduplicates, and lists format violati
 from __future__ import annotations
 
 import base64
+import re
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,6 +199,7 @@ class FakePhoenix(FakeOtlpCollector):
     def __init__(self, *, api_key: str | None = None, **kwargs: Any) -> None:
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         super().__init__(required_headers=headers, **kwargs)
+        self.annotations: dict[str, dict[str, Any]] = {}
 
     def span_problem(self, span: DecodedSpan) -> str | None:
         problem = super().span_problem(span)
@@ -213,7 +216,37 @@ class FakePhoenix(FakeOtlpCollector):
             if not self.authorized(request):
                 return self.unauthorized(request)
             return Reply(200, {"data": [{"id": "UHJvamVjdDox", "name": "default"}], "next_cursor": None})
+        if request.method == "POST" and request.path == "/v1/span_annotations":
+            if not self.authorized(request):
+                return self.unauthorized(request)
+            return self.receive_annotations(request)
         return super().handle_other(request)
+
+    def receive_annotations(self, request: RecordedRequest) -> Reply:
+        """``{"data": [{span_id (16 hex), name, annotator_kind LLM|CODE|HUMAN, result {label?, score?,
+        explanation?} with a label or a score, metadata?, identifier?}]}`` → ``{"data": [{"id"}]}``."""
+        try:
+            items = request.json()["data"]
+        except (ValueError, KeyError, TypeError):
+            return self.problem(request, "not a span annotations payload", 422)
+        problems = []
+        for item in items:
+            result = item.get("result") or {}
+            if not re.fullmatch(r"[0-9a-f]{16}", str(item.get("span_id"))):
+                problems.append("span_id")
+            if item.get("annotator_kind") not in ("LLM", "CODE", "HUMAN") or not item.get("name"):
+                problems.append("annotator_kind/name")
+            if set(result) - {"label", "score", "explanation"} or not ("label" in result or "score" in result):
+                problems.append("result")
+            if "score" in result and (
+                isinstance(result["score"], bool) or not isinstance(result["score"], (int, float))
+            ):
+                problems.append("result.score")
+        if problems:
+            return self.problem(request, f"invalid annotations: {problems}", 422, {"detail": problems})
+        for item in items:
+            self.annotations[item.get("identifier") or str(len(self.annotations))] = item
+        return Reply(200, {"data": [{"id": f"annotation-{i}"} for i in range(len(items))]})
 
 
 class FakeMlflow(FakeOtlpCollector):
@@ -264,6 +297,7 @@ class FakeLangfuse(FakeOtlpCollector):
 
     def __init__(self, *, public_key: str = "pk-lf-test", secret_key: str = "sk-lf-test", **kwargs: Any) -> None:
         super().__init__(required_headers={"authorization": basic_auth(public_key, secret_key)}, **kwargs)
+        self.scores: dict[str, dict[str, Any]] = {}
 
     def receive_traces(self, request: RecordedRequest) -> Reply:
         version = request.header("x-langfuse-ingestion-version")
@@ -289,7 +323,54 @@ class FakeLangfuse(FakeOtlpCollector):
             if not self.authorized(request):
                 return self.unauthorized(request)
             return Reply(200, {"data": [{"id": "proj-1", "name": "tracerelay-tests", "metadata": {}}]})
+        if request.method == "POST" and request.path == "/api/public/scores":
+            if not self.authorized(request):
+                return self.unauthorized(request)
+            return self.receive_score(request)
         return super().handle_other(request)
+
+    def receive_score(self, request: RecordedRequest) -> Reply:
+        """Langfuse's CreateScoreRequest: name, value, traceId (our OTLP trace id: 32 hex) and
+        observationId (16 hex), dataType NUMERIC (a number), BOOLEAN (1 or 0) or CATEGORICAL (a
+        string); an ``id`` given makes a re-send an update of the same score."""
+        try:
+            body = request.json()
+        except ValueError:
+            return self.problem(request, "score body is not JSON", 400)
+        allowed = {
+            "id",
+            "traceId",
+            "observationId",
+            "sessionId",
+            "name",
+            "value",
+            "dataType",
+            "comment",
+            "metadata",
+            "configId",
+            "environment",
+            "datasetRunId",
+        }
+        kind, value = body.get("dataType"), body.get("value")
+        problems = [f"unknown field {k}" for k in body if k not in allowed]
+        if not isinstance(body.get("name"), str) or not body["name"]:
+            problems.append("name")
+        if not re.fullmatch(r"[0-9a-f]{32}", str(body.get("traceId"))):
+            problems.append("traceId")
+        if "observationId" in body and not re.fullmatch(r"[0-9a-f]{16}", str(body["observationId"])):
+            problems.append("observationId")
+        if kind == "NUMERIC" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            problems.append("NUMERIC value")
+        elif kind == "BOOLEAN" and (isinstance(value, bool) or value not in (0, 1)):
+            problems.append("BOOLEAN value must be 1 or 0")
+        elif kind == "CATEGORICAL" and not isinstance(value, str):
+            problems.append("CATEGORICAL value")
+        elif kind not in ("NUMERIC", "BOOLEAN", "CATEGORICAL"):
+            problems.append("dataType")
+        if problems:
+            return self.problem(request, f"invalid score: {problems}", 400, {"message": "Invalid request data"})
+        self.scores[body.get("id") or str(len(self.scores))] = body
+        return Reply(200, {"id": body.get("id")})
 
 
 class FakeWeave(FakeOtlpCollector):
@@ -326,12 +407,15 @@ class FakeLangSmith(FakeServer):
         super().__init__(**kwargs)
         self.api_key = api_key
         self.runs: dict[str, dict[str, Any]] = {}
+        self.feedback: dict[str, dict[str, Any]] = {}
 
     def handle(self, request: RecordedRequest) -> Reply:
         if request.header("x-api-key") != self.api_key:
             return Reply(401, {"detail": "Invalid token"})
         if request.method == "GET" and request.path == "/sessions":
             return Reply(200, [])
+        if request.method == "POST" and request.path == "/feedback":
+            return self.receive_feedback(request)
         if request.method != "POST" or request.path != "/runs/batch":
             return self.problem(request, f"unexpected {request.method} {request.path}", 404)
         try:
@@ -345,6 +429,32 @@ class FakeLangSmith(FakeServer):
         for run in runs:
             self.runs[run["id"]] = run
         return Reply(202, {"message": "Runs batch ingested"})
+
+    def receive_feedback(self, request: RecordedRequest) -> Reply:
+        """LangSmith's FeedbackCreateSchema: ``key``, ``run_id`` (a UUID), ``id`` (a UUID: the same id
+        again is a 409), ``score`` a number or boolean and/or ``value``, ``comment``, ``feedback_source``."""
+        try:
+            body = request.json()
+        except ValueError:
+            return self.problem(request, "feedback body is not JSON", 422)
+        problems = []
+        for key in ("id", "run_id"):
+            try:
+                uuid.UUID(str(body.get(key)))
+            except ValueError:
+                problems.append(key)
+        if not isinstance(body.get("key"), str) or not body["key"]:
+            problems.append("key")
+        if "score" in body and not isinstance(body["score"], (int, float)):
+            problems.append("score")
+        if "score" not in body and "value" not in body:
+            problems.append("score or value")
+        if problems:
+            return self.problem(request, f"invalid feedback: {problems}", 422, {"detail": problems})
+        if body["id"] in self.feedback:
+            return Reply(409, {"detail": "Feedback already exists"})
+        self.feedback[body["id"]] = body
+        return Reply(200, body)
 
 
 class FakeHelicone(FakeServer):
@@ -393,12 +503,15 @@ class FakeDatadog(FakeServer):
         self.api_key = api_key
         self.spans: list[dict[str, Any]] = []
         self.payloads: list[dict[str, Any]] = []
+        self.evaluations: list[dict[str, Any]] = []
 
     def handle(self, request: RecordedRequest) -> Reply:
         if request.header("dd-api-key") != self.api_key:
             return Reply(403, {"errors": ["Forbidden"]})
         if request.method == "GET" and request.path == "/api/v1/validate":
             return Reply(200, {"valid": True})
+        if request.method == "POST" and request.path == "/api/intake/llm-obs/v2/eval-metric":
+            return self.receive_evaluations(request)
         if request.method != "POST" or request.path != "/api/intake/llm-obs/v1/trace/spans":
             return self.problem(request, f"unexpected {request.method} {request.path}", 404)
         try:
@@ -412,6 +525,42 @@ class FakeDatadog(FakeServer):
         self.payloads.append(payload)
         self.spans.extend(payload["data"]["attributes"]["spans"])
         return Reply(202, b"")
+
+    def receive_evaluations(self, request: RecordedRequest) -> Reply:
+        """``POST /api/intake/llm-obs/v2/eval-metric``: ``data.type`` evaluation_metric; each metric
+        joined on a span (decimal span id, 32-hex trace id), ml_app, timestamp_ms, a label of ASCII
+        letters/digits/underscores starting with a letter, and the value key of its metric_type."""
+        try:
+            body = request.json()
+            data = body["data"]
+            metrics = data["attributes"]["metrics"]
+        except (ValueError, KeyError, TypeError):
+            return self.problem(request, "not an evaluation_metric payload", 400, {"errors": ["bad payload"]})
+        problems = [] if data.get("type") == "evaluation_metric" else ["data.type"]
+        value_keys = {"score": "score_value", "boolean": "boolean_value", "categorical": "categorical_value"}
+        for m in metrics:
+            span = (m.get("join_on") or {}).get("span") or {}
+            if not str(span.get("span_id", "")).isdigit() or not re.fullmatch(
+                r"[0-9a-f]{32}", str(span.get("trace_id"))
+            ):
+                problems.append("join_on.span")
+            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,199}", str(m.get("label"))):
+                problems.append(f"label {m.get('label')!r}")
+            if not isinstance(m.get("timestamp_ms"), int) or not m.get("ml_app"):
+                problems.append("timestamp_ms/ml_app")
+            key = value_keys.get(m.get("metric_type"))
+            value = m.get(key) if key else None
+            ok = (
+                (key == "score_value" and isinstance(value, (int, float)) and not isinstance(value, bool))
+                or (key == "boolean_value" and isinstance(value, bool))
+                or (key == "categorical_value" and isinstance(value, str))
+            )
+            if not ok:
+                problems.append(f"metric_type {m.get('metric_type')!r} with its value")
+        if problems:
+            return self.problem(request, f"invalid evaluations: {problems}", 400, {"errors": problems})
+        self.evaluations.extend(metrics)
+        return Reply(202, {"data": {"type": "evaluation_metric"}})
 
 
 class FakeWebhookReceiver(FakeServer):

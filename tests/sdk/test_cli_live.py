@@ -263,3 +263,24 @@ def test_an_unreadable_credentials_file_asks_for_a_new_login(cli: Cli) -> None:
     assert code == 3 and "Log in again" in err
     assert cli("signup", "--email", "z@example.com", "--password-stdin", stdin=PASSWORD)[0] == 0
     assert cli.json("whoami")["user"]["email"] == "z@example.com"
+
+
+def test_score_posts_a_number_a_boolean_or_a_category(cli: Cli) -> None:
+    from traces.models import Score
+
+    from ..factories import TraceFactory
+
+    cli.json("signup", "--email", "sc@example.com", "--password-stdin", "--team-name", "scorers", stdin=PASSWORD + "\n")
+    TraceFactory(team=Team.objects.get(name="scorers"), trace_id="trc-cli-score")
+
+    number = cli.json("score", "trc-cli-score", "helpfulness", "0.75", "--comment", "ok")
+    assert (number["value"], number["data_type"], number["source"], number["comment"]) == (0.75, "numeric", "cli", "ok")
+    assert cli.json("score", "trc-cli-score", "thumbs", "false")["data_type"] == "boolean"
+    code, out, _ = cli("score", "trc-cli-score", "topic", "billing")
+    assert code == 0 and "categorical" in out
+    assert sorted(Score.objects.values_list("name", flat=True)) == ["helpfulness", "thumbs", "topic"]
+
+    code, _, err = cli("score", "no-such-trace", "thumbs", "true")
+    assert code == 5 and "no-such-trace" in err
+    code, _, err = cli("score", "trc-cli-score", "bad name", "1")
+    assert code == 6 and "name" in err

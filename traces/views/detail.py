@@ -25,6 +25,7 @@ from delivery.services import REPLAYABLE, NotReplayable, delivery_replay
 from traces.models import Trace
 from traces.selectors import trace_get
 
+from .feedback import feedback_context
 from .messages import conversation
 from .rows import run_url
 
@@ -115,6 +116,7 @@ def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
         "replayable": {str(s) for s in REPLAYABLE},
         "debug": _debug(trace),
         "run_url": run_url(trace),
+        **feedback_context(trace),
     }
     return render(request, "traces/detail.html", context)
 

@@ -23,9 +23,21 @@ from . import _state
 from ._client import Client
 from ._config import Config
 from ._records import Span
+from ._scores import score
 from ._spans import TraceBlock, trace
 
-__all__ = ["init", "flush", "shutdown", "stats", "trace", "current_span", "Span", "TraceBlock", "__version__"]
+__all__ = [
+    "init",
+    "flush",
+    "shutdown",
+    "stats",
+    "trace",
+    "current_span",
+    "score",
+    "Span",
+    "TraceBlock",
+    "__version__",
+]
 
 log = logging.getLogger("tracerelay")
 _init_lock = threading.Lock()

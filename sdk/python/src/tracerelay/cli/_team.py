@@ -9,6 +9,7 @@ import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ._output import Output
 from ._session import NOT_FOUND, USAGE, CliError, Session
@@ -224,3 +225,31 @@ def traces_tail(session: Session, args: argparse.Namespace, out: Output) -> int:
             cursor = page.body["newest_cursor"]
     except KeyboardInterrupt:
         return 0
+
+
+def _score_value(text: str) -> float | bool | str:
+    """``true``/``false`` → a boolean, a finite number → a number, anything else → a category."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if number != number or number in (float("inf"), float("-inf")):
+        return text
+    return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+
+
+def score_post(session: Session, args: argparse.Namespace, out: Output) -> int:
+    body: dict[str, Any] = {"name": args.name, "value": _score_value(args.value), "source": args.source or "cli"}
+    if args.comment is not None:
+        body["comment"] = args.comment
+    path = f"/api/v1/traces/{quote(args.trace_id, safe='')}/scores"
+    score = session.call("POST", path, body, team=True).body
+    if out.json(score):
+        return 0
+    out.line(
+        f"Scored {score.get('trace_id')}: {score.get('name')} = {json.dumps(score.get('value'))} "
+        f"({score.get('data_type')})."
+    )
+    return 0

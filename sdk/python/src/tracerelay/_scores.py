@@ -1,0 +1,56 @@
+"""`tracerelay.score(...)`: a score or a piece of feedback on a trace, posted now (docs/sdk.md#scores)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import quote
+
+from . import _state
+from ._transport import Transport
+
+log = logging.getLogger("tracerelay")
+
+
+def score(
+    trace_id: str,
+    name: str,
+    value: float | bool | str,
+    *,
+    comment: str | None = None,
+    source: str | None = None,
+    timeout: float = 5.0,
+) -> dict[str, Any] | None:
+    """Post a score on ``trace_id`` (a number, a boolean or a category); the stored score as the
+    server answered it, or None when it could not be stored (logged, never raised: this runs in
+    the application). Unlike traces it is sent at once, on its own connection: a user's thumbs up
+    is worth waiting a few milliseconds for."""
+    client = _state.client
+    if client is None:
+        log.warning("tracerelay.score: call tracerelay.init first; score %r not sent", name)
+        return None
+    body: dict[str, Any] = {"name": name, "value": value}
+    if comment is not None:
+        body["comment"] = comment
+    if source is not None:
+        body["source"] = source
+    try:
+        raw = json.dumps(body, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:
+        log.warning("tracerelay.score: %r cannot be sent as JSON (%s); not sent", value, exc)
+        return None
+    config = client.config
+    transport = Transport(config.base_url, config.api_key, timeout=timeout, compress=False)
+    try:
+        answer = transport.request("POST", f"/api/v1/traces/{quote(str(trace_id), safe='')}/scores", raw)
+    except Exception as exc:  # never into the application
+        log.warning("tracerelay.score: not sent: %s", exc)
+        return None
+    finally:
+        transport.close()
+    if answer.status == 201 and isinstance(answer.body, dict):
+        return answer.body
+    detail = answer.body.get("errors") if isinstance(answer.body, dict) else answer.error
+    log.warning("tracerelay.score: the server refused score %r (HTTP %s): %s", name, answer.status, detail)
+    return None
