@@ -3,7 +3,8 @@
 `genai_prices.calc_price` costs about 0.1 ms a call (it builds a `Usage`, resolves units and walks a
 registry every time). Ingest prices thousands of traces a second, so the (provider, model) look-up is
 cached here and the common case, a plain per-million-token input and output price, is computed
-directly; anything richer (tiered prices) goes through the library's own `ModelPrice.calc_price`.
+directly; anything richer (tiered prices, or usage with cached, cache-write, reasoning, audio or image
+tokens: `traces.usage`) goes through the library's own `ModelPrice.calc_price` with a full `Usage`.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ from typing import Any
 import genai_prices
 from genai_prices import Usage, data_snapshot, types
 
+from .usage import NO_DETAILS, TokenDetails
+
 PRICE_SOURCE = "genai-prices"
 MTOK = Decimal(1_000_000)
 QUANTUM = Decimal("0.0000000001")  # Trace.cost has 10 decimal places
 _CACHE_MAX = 4096
 _TOKEN_KEYS = ("input_mtok", "output_mtok")
-# Prices of usage a trace never reports (cache, audio, image, search counts...): zero for us, so the
-# fast path may skip them. Anything else (per-request fees, unknown keys) goes through the library.
+# Prices of usage that plain input/output usage has none of (cache, audio, image, search counts...): the
+# fast path (taken only when a call reports no detail counts) may skip them. Anything else (per-request
+# fees, unknown keys) goes through the library.
 _ZERO_FOR_TRACES = frozenset(
     {
         "cache_read_mtok",
@@ -110,7 +114,13 @@ def _lookup(provider: str, model: str) -> _Entry:
 
 
 def price(
-    *, model: str, provider: str, prompt_tokens: int, completion_tokens: int, timestamp: datetime | None = None
+    *,
+    model: str,
+    provider: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    timestamp: datetime | None = None,
+    details: TokenDetails = NO_DETAILS,
 ) -> Price:
     """The cost of one call. A model (or provider) genai-prices does not know is ``unpriced``, cost None."""
     version = price_version()
@@ -119,14 +129,27 @@ def price(
         return Price(None, "", True, PRICE_SOURCE, version)
     when = timestamp or datetime.now(tz=UTC)
     model_price = entry.model.get_prices(when)
-    cost = _fast_cost(model_price, prompt_tokens, completion_tokens)
+    cost = None if details else _fast_cost(model_price, prompt_tokens, completion_tokens)
     if cost is None:
-        usage = Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens)
-        cost = model_price.calc_price(usage)["total_price"]
+        cost = _library_cost(model_price, prompt_tokens, completion_tokens, details)
     if not _has_token_price(model_price):
         # A model priced per image, second or request: token usage says nothing about its cost.
         return Price(None, entry.provider.id, True, PRICE_SOURCE, version)
     return Price(cost.quantize(QUANTUM), entry.provider.id, False, PRICE_SOURCE, version)
+
+
+def _library_cost(
+    model_price: types.ModelPrice, prompt_tokens: int, completion_tokens: int, details: TokenDetails
+) -> Decimal:
+    try:
+        return model_price.calc_price(Usage(**details.genai_usage(prompt_tokens, completion_tokens)))["total_price"]
+    except ValueError:
+        # Counts the library cannot decompose for this model's prices (overlaps it needs named apart):
+        # the cache and reasoning counts alone, which every provider reports without overlap.
+        plain = TokenDetails(
+            details.cached_tokens, details.cache_write_tokens, reasoning_tokens=details.reasoning_tokens
+        )
+        return model_price.calc_price(Usage(**plain.genai_usage(prompt_tokens, completion_tokens)))["total_price"]
 
 
 def _has_token_price(model_price: types.ModelPrice) -> bool:
