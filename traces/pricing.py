@@ -171,3 +171,70 @@ def _fast_cost(model_price: types.ModelPrice, prompt_tokens: int, completion_tok
             return None  # tiered: let the library do it
         cost += rate * tokens / MTOK
     return cost
+
+
+# genai-prices' usage keys → how the trace page names the part.
+PART_LABELS = {
+    "input_tokens": "Input",
+    "cache_read_tokens": "Cached input",
+    "cache_write_tokens": "Cache write",
+    "output_tokens": "Output",
+    "output_reasoning_tokens": "Reasoning",
+    "input_audio_tokens": "Input audio",
+    "cache_audio_read_tokens": "Cached input audio",
+    "input_image_tokens": "Input images",
+    "output_audio_tokens": "Output audio",
+    "output_image_tokens": "Output images",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One priced part of a call: what it is, how many tokens, and their cost (USD)."""
+
+    key: str
+    label: str
+    tokens: int
+    cost: Decimal
+
+
+def breakdown(
+    *,
+    model: str,
+    provider: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    timestamp: datetime | None = None,
+    details: TokenDetails = NO_DETAILS,
+) -> list[Part]:
+    """The cost of one call part by part, as genai-prices prices each unit (the tokens it counts at
+    each rate: uncached input is the prompt less its cached, cache-write, audio and image parts). Empty
+    for a model it does not know. For the trace page: it walks the library's registry, never on ingest."""
+    # genai-prices exposes no per-unit split; its own helpers (pinned version) make the same sum as
+    # `calc_price`, which tests/traces/test_usage_details.py checks.
+    from genai_prices.types import _collect_resolved_model_prices, _compute_registry_priced_counts, calc_unit_price
+    from genai_prices.units import _get_registry
+
+    entry = _lookup(provider, model)
+    if entry.model is None:
+        return []
+    model_price = entry.model.get_prices(timestamp or datetime.now(tz=UTC))
+    resolved = _collect_resolved_model_prices(model_price, _get_registry())
+    try:
+        usage = Usage(**details.genai_usage(prompt_tokens, completion_tokens))
+        counts = _compute_registry_priced_counts(resolved, usage)
+    except ValueError:
+        plain = TokenDetails(
+            details.cached_tokens, details.cache_write_tokens, reasoning_tokens=details.reasoning_tokens
+        )
+        usage = Usage(**plain.genai_usage(prompt_tokens, completion_tokens))
+        counts = _compute_registry_priced_counts(resolved, usage)
+    parts = []
+    for unit, unit_price in resolved:
+        count = counts.get(unit.usage_key)
+        if not count or unit.usage_key == "requests":
+            continue
+        cost = calc_unit_price(unit_price, count, prompt_tokens, unit.per)
+        label = PART_LABELS.get(unit.usage_key, unit.usage_key.replace("_", " ").capitalize())
+        parts.append(Part(unit.usage_key, label, int(count), cost.quantize(QUANTUM)))
+    return parts

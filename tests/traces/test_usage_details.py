@@ -182,3 +182,24 @@ def test_the_api_refuses_a_part_bigger_than_its_whole_and_stores_nothing(api):
     assert r["Content-Type"].startswith("application/problem+json")
     assert "cached_tokens" in r.content.decode()
     assert not Trace.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("model", "provider", "details"),
+    [
+        ("claude-sonnet-4-5", "anthropic", TokenDetails(cached_tokens=6_000, cache_write_tokens=1_000)),
+        ("gpt-4o", "openai", TokenDetails(cached_tokens=800, reasoning_tokens=20)),
+        ("gpt-realtime", "openai", TokenDetails(cached_tokens=100, input_audio_tokens=300, output_audio_tokens=40)),
+        ("gpt-4o-mini", "openai", TokenDetails()),
+    ],
+)
+def test_the_breakdown_adds_up_to_the_cost(model, provider, details):
+    usage = {"prompt_tokens": 10_000, "completion_tokens": 500}
+    priced = pricing.price(model=model, provider=provider, **usage, details=details)
+    parts = pricing.breakdown(model=model, provider=provider, **usage, details=details)
+    assert priced.cost is not None and sum(p.cost for p in parts) == priced.cost
+    assert sum(p.tokens for p in parts if p.key.startswith(("input", "cache"))) == usage["prompt_tokens"]
+
+
+def test_an_unknown_model_has_no_breakdown():
+    assert pricing.breakdown(model="my-private-model", provider="", prompt_tokens=1, completion_tokens=1) == []
