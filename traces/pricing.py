@@ -4,7 +4,9 @@
 registry every time). Ingest prices thousands of traces a second, so the (provider, model) look-up is
 cached here and the common case, a plain per-million-token input and output price, is computed
 directly; anything richer (tiered prices, or usage with cached, cache-write, reasoning, audio or image
-tokens: `traces.usage`) goes through the library's own `ModelPrice.calc_price` with a full `Usage`.
+tokens: `traces.usage`) goes through the library's own `ModelPrice.calc_price` with a full `Usage`;
+cached, cache-write and reasoning parts at plain rates are summed directly too, checked against the
+library's `Usage` pricing for every model it knows (bench/pricing_usage.py measures both).
 """
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ def price(
         return Price(None, "", True, PRICE_SOURCE, version)
     when = timestamp or datetime.now(tz=UTC)
     model_price = entry.model.get_prices(when)
-    cost = None if details else _fast_cost(model_price, prompt_tokens, completion_tokens)
+    cost = _fast_cost(model_price, prompt_tokens, completion_tokens, details)
     if cost is None:
         cost = _library_cost(model_price, prompt_tokens, completion_tokens, details)
     if not _has_token_price(model_price):
@@ -156,14 +158,39 @@ def _has_token_price(model_price: types.ModelPrice) -> bool:
     return any(getattr(model_price, k, None) is not None for k in _TOKEN_KEYS)
 
 
-def _fast_cost(model_price: types.ModelPrice, prompt_tokens: int, completion_tokens: int) -> Decimal | None:
-    """Plain per-MTok prices (the vast majority): the same sum genai-prices makes, without its registry walk."""
+def _fast_cost(
+    model_price: types.ModelPrice, prompt_tokens: int, completion_tokens: int, details: TokenDetails = NO_DETAILS
+) -> Decimal | None:
+    """Plain per-MTok prices (the vast majority): the same sum genai-prices makes, without its registry
+    walk. With cached, cache-write and reasoning parts too (audio and image parts go to the library):
+    each part at its own rate when the model has one, else inside its whole at the whole's rate, which
+    is what the library's decomposition does (tests/traces/test_usage_details.py checks every model)."""
     values: dict[str, Any] = model_price.__dict__
     for key, value in values.items():
         if value is not None and key not in _ZERO_FOR_TRACES and key not in _TOKEN_KEYS:
             return None
+    if details.input_audio_tokens or details.input_image_tokens:
+        return None
+    if details.output_audio_tokens or details.output_image_tokens:
+        return None
+    uncached, output = prompt_tokens, completion_tokens
     cost = Decimal(0)
-    for key, tokens in (("input_mtok", prompt_tokens), ("output_mtok", completion_tokens)):
+    for key, tokens in (
+        ("cache_read_mtok", details.cached_tokens),
+        ("cache_write_mtok", details.cache_write_tokens),
+        ("output_reasoning_mtok", details.reasoning_tokens),
+    ):
+        rate = values.get(key)
+        if not tokens or rate is None:
+            continue
+        if not isinstance(rate, Decimal):
+            return None
+        cost += rate * tokens / MTOK
+        if key == "output_reasoning_mtok":
+            output -= tokens
+        else:
+            uncached -= tokens
+    for key, tokens in (("input_mtok", uncached), ("output_mtok", output)):
         rate = values.get(key)
         if rate is None:
             continue

@@ -3,6 +3,7 @@ genai-prices at their own rates; kept within their wholes."""
 
 from __future__ import annotations
 
+import warnings
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -203,3 +204,21 @@ def test_the_breakdown_adds_up_to_the_cost(model, provider, details):
 
 def test_an_unknown_model_has_no_breakdown():
     assert pricing.breakdown(model="my-private-model", provider="", prompt_tokens=1, completion_tokens=1) == []
+
+
+def test_the_fast_path_with_cache_and_reasoning_parts_prices_like_genai_prices_usage_for_every_model():
+    now = datetime.now(tz=UTC)
+    details = TokenDetails(cached_tokens=500, cache_write_tokens=200, reasoning_tokens=150)
+    fast = 0
+    for provider in data_snapshot.get_snapshot().providers:
+        for model in provider.models:
+            model_price = model.get_prices(now)
+            ours = pricing._fast_cost(model_price, 1234, 567, details)
+            if ours is None:
+                continue
+            fast += 1
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                theirs = model_price.calc_price(Usage(**details.genai_usage(1234, 567)))["total_price"]
+            assert ours == theirs, (provider.id, model.id)
+    assert fast > 1000
