@@ -156,9 +156,9 @@ def test_the_cost_card_breaks_the_cost_down_by_part(as_role, team):
         ("output_tokens", "Output", 500),
     ]:
         assert parts[key].tokens == tokens
-        assert f'data-part="{key}"><th scope="row">{label}' in text
+        assert f'data-part="{key}"><td>{label}</td><td class="num">{tokens:,}</td>' in text
         assert usd(parts[key].cost, exact=True) in text
-    assert "incl. 200 reasoning at the output rate" in text
+    assert "Output includes 200 reasoning tokens, at the output rate." in text
 
 
 def test_a_plain_call_shows_input_and_output_only_and_a_span_no_breakdown(as_role, team):

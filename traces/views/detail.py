@@ -113,7 +113,9 @@ def cost_parts(trace: Trace) -> dict[str, Any] | None:
         return None
     reasoning_apart = any(p.key == "output_reasoning_tokens" for p in parts)
     return {
-        "rows": [{"label": p.label, "key": p.key, "tokens": p.tokens, "cost": usd(p.cost, exact=True)} for p in parts],
+        "rows": [
+            {"label": p.label, "key": p.key, "tokens": f"{p.tokens:,}", "cost": usd(p.cost, exact=True)} for p in parts
+        ],
         # Reasoning priced at the output rate is part of the Output row: said there.
         "reasoning_in_output": trace.reasoning_tokens if trace.reasoning_tokens and not reasoning_apart else 0,
     }
