@@ -58,6 +58,11 @@ COUNTERS = (
     "latency_sum",
     "ttft_count",
     "ttft_sum",
+    # Parts of prompt and completion tokens (traces/usage.py); last, so that rows of the previous
+    # release's layout keep their positions.
+    "cached_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
 )
 DIMENSIONS = ("model", "provider", "status", "environment", "service_name")
 HISTOGRAMS = ("latency_keys", "latency_counts", "ttft_keys", "ttft_counts")
@@ -90,6 +95,10 @@ class RollupFields(models.Model):
     latency_sum = models.BigIntegerField(default=0)
     ttft_count = models.BigIntegerField(default=0)
     ttft_sum = models.BigIntegerField(default=0)
+    # Database defaults: the previous release's fold (rolling deploys) writes rows without them.
+    cached_tokens = models.BigIntegerField(default=0, db_default=0)
+    cache_write_tokens = models.BigIntegerField(default=0, db_default=0)
+    reasoning_tokens = models.BigIntegerField(default=0, db_default=0)
     # analytics.sketch histograms as parallel arrays: bucket keys ascending, and their counts.
     latency_keys = IntArrayField()
     latency_counts = IntArrayField()

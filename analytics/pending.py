@@ -160,6 +160,9 @@ _COUNTERS_SQL = [
     "coalesce(sum(latency_ms), 0)::bigint",
     "count(time_to_first_token_ms)::bigint",
     "coalesce(sum(time_to_first_token_ms), 0)::bigint",
+    "coalesce(sum(cached_tokens), 0)::bigint",
+    "coalesce(sum(cache_write_tokens), 0)::bigint",
+    "coalesce(sum(reasoning_tokens), 0)::bigint",
 ]
 assert len(_COUNTERS_SQL) == len(COUNTERS)
 # Named as COUNTERS: a reader that starts its UNION ALL with the pending rows names its columns by them.

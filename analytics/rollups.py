@@ -66,6 +66,9 @@ TRACE_COLUMNS = (
     "usage_estimated",
     "latency_ms",
     "time_to_first_token_ms",
+    "cached_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
 )
 
 
@@ -87,7 +90,7 @@ def build_deltas(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     key_of = sketch.key_of
     zero = _ZERO
     for (team_id, timestamp, model, provider, status, environment, service_name, tags, prompt, completion, total,
-         cost, unpriced, usage_estimated, latency, ttft) in rows:  # fmt: skip
+         cost, unpriced, usage_estimated, latency, ttft, cached, cache_write, reasoning) in rows:  # fmt: skip
         minute = int(timestamp.timestamp()) // 60 * 60
         lkey = None if latency is None else key_of(latency)
         tkey = None if ttft is None else key_of(ttft)
@@ -97,7 +100,7 @@ def build_deltas(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         for key in keys:
             a = acc.get(key)
             if a is None:
-                a = acc[key] = [0, 0, 0, 0, 0, 0, 0, zero, 0, 0, 0, 0, 0, 0, {}, {}]
+                a = acc[key] = [0, 0, 0, 0, 0, 0, 0, zero, 0, 0, 0, 0, 0, 0, {}, {}, 0, 0, 0]
             a[0] += 1
             if status == "success":
                 a[1] += 1
@@ -108,6 +111,9 @@ def build_deltas(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
             a[4] += prompt
             a[5] += completion
             a[6] += total
+            a[16] += cached
+            a[17] += cache_write
+            a[18] += reasoning
             if cost is not None:
                 a[7] += cost
             a[8] += unpriced
@@ -123,7 +129,7 @@ def build_deltas(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     out = []
     dims_kind, tag_kind = Kind.DIMS.value, Kind.TAG.value
     for key, a in acc.items():
-        counters = (*a[:7], cost_units(a[7]), *a[8:14])
+        counters = (*a[:7], cost_units(a[7]), *a[8:14], *a[16:19])
         hists = (*sketch.arrays(a[14]), *sketch.arrays(a[15]))
         if len(key) == 3:
             out.append((key[0], key[1], tag_kind, *_BLANK_DIMS, key[2], *counters, *hists))

@@ -32,6 +32,9 @@ ADD_TRACE_FIELDS = (
     "usage_estimated",
     "latency_ms",
     "time_to_first_token_ms",
+    "cached_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
 )
 
 
@@ -51,6 +54,9 @@ class Stats:
     latency_sum: int
     ttft_count: int
     ttft_sum: int
+    cached_tokens: int
+    cache_write_tokens: int
+    reasoning_tokens: int
 
     def __init__(self) -> None:
         # (Spelled out, as in add_counters and merge: a read makes and adds up thousands of these.)
@@ -58,6 +64,7 @@ class Stats:
         self.prompt_tokens = self.completion_tokens = self.total_tokens = self.cost_e10 = 0
         self.unpriced = self.estimated_usage = 0
         self.latency_count = self.latency_sum = self.ttft_count = self.ttft_sum = 0
+        self.cached_tokens = self.cache_write_tokens = self.reasoning_tokens = 0
         self.latency: dict[int, int] = {}
         # A series point's latency quantiles (p50, p95), worked out by `analytics.merged.read` from
         # the one stored row the point is; None: from ``latency``.
@@ -76,6 +83,9 @@ class Stats:
         usage_estimated: bool,
         latency_ms: int | None,
         ttft_ms: int | None,
+        cached_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        reasoning_tokens: int = 0,
     ) -> None:
         self.count += 1
         if status == "success":
@@ -87,6 +97,9 @@ class Stats:
         self.prompt_tokens += prompt_tokens
         self.completion_tokens += completion_tokens
         self.total_tokens += total_tokens
+        self.cached_tokens += cached_tokens
+        self.cache_write_tokens += cache_write_tokens
+        self.reasoning_tokens += reasoning_tokens
         if cost is not None:
             self.cost_e10 += cost_units(cost)
         if unpriced:
@@ -113,7 +126,7 @@ class Stats:
     def add_counters(self, counters: Iterable[Any], sign: int = 1) -> None:
         """COUNTERS' values in order (ints, or what int() takes), times ``sign``."""
         (count, success, errors, rate_limited, prompt, completion, total, cost, unpriced, estimated,
-         latency_count, latency_sum, ttft_count, ttft_sum) = (
+         latency_count, latency_sum, ttft_count, ttft_sum, cached, cache_write, reasoning) = (
             map(int, counters) if sign == 1 else (sign * int(v) for v in counters))  # fmt: skip
         self.count += count
         self.success += success
@@ -129,11 +142,15 @@ class Stats:
         self.latency_sum += latency_sum
         self.ttft_count += ttft_count
         self.ttft_sum += ttft_sum
+        self.cached_tokens += cached
+        self.cache_write_tokens += cache_write
+        self.reasoning_tokens += reasoning
 
     def counters(self) -> tuple[int, ...]:
         return (self.count, self.success, self.errors, self.rate_limited, self.prompt_tokens, self.completion_tokens,
                 self.total_tokens, self.cost_e10, self.unpriced, self.estimated_usage, self.latency_count,
-                self.latency_sum, self.ttft_count, self.ttft_sum)  # fmt: skip
+                self.latency_sum, self.ttft_count, self.ttft_sum, self.cached_tokens, self.cache_write_tokens,
+                self.reasoning_tokens)  # fmt: skip
 
     def merge(self, other: Stats, *, histograms: bool = True) -> None:
         self.add_counters(other.counters())
@@ -163,6 +180,9 @@ class Stats:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
             "cost": float(self.cost),
             "unpriced": self.unpriced,
             "estimated_usage": self.estimated_usage,

@@ -223,6 +223,7 @@ def _row(record: TraceRecord, principal: KeyPrincipal, result: RoutingResult, no
         "prompt_tokens": record.prompt_tokens,
         "completion_tokens": record.completion_tokens,
         "total_tokens": record.total_tokens,
+        **record.details.as_dict(),
         "latency_ms": record.latency_ms,
         "time_to_first_token_ms": record.time_to_first_token_ms,
         "timestamp": record.timestamp,

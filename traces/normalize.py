@@ -26,6 +26,7 @@ from .ids import CLIENT_ID_RE, new_trace_id
 from .kinds import CALL_KINDS, Kind
 from .pricing import PRICE_SOURCE, infer_provider, price
 from .records import TraceRecord
+from .usage import COMPLETION_DETAILS, DETAIL_FIELDS, PROMPT_DETAILS, TokenDetails, details_error
 
 MAX_INT = 2_147_483_647  # Postgres integer: what the token and latency columns hold
 # The timestamps every exporter can encode (docs/api.md, Limits): not before 2000 (no negative
@@ -114,6 +115,7 @@ def normalize_trace(
     prompt = _count(data, "prompt_tokens", errors)
     completion = _count(data, "completion_tokens", errors)
     total = _count(data, "total_tokens", errors)
+    detail_counts = {name: _count(data, name, errors) or 0 for name in DETAIL_FIELDS}
     latency = _duration(data, "latency_ms", errors)
     ttft = _duration(data, "time_to_first_token_ms", errors)
     timestamp = _timestamp(data.get("timestamp"), errors)
@@ -164,6 +166,7 @@ def normalize_trace(
         )
     if prompt + completion > MAX_INT:
         errors.add("total_tokens", f"Must be at most {MAX_INT}.")
+    details = _details(detail_counts, prompt, completion, source, errors)
 
     if errors.errors:
         raise TraceValidationError(errors.errors)
@@ -173,7 +176,12 @@ def normalize_trace(
     cost, unpriced, version = None, False, ""
     if is_call:  # only calls are priced, or ever unpriced
         priced = price(
-            model=model, provider=provider, prompt_tokens=prompt, completion_tokens=completion, timestamp=timestamp
+            model=model,
+            provider=provider,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            timestamp=timestamp,
+            details=details,
         )
         cost, unpriced, version = priced.cost, priced.unpriced, priced.version
     trace_id = trace_id or new_trace_id()
@@ -189,6 +197,7 @@ def normalize_trace(
         prompt_tokens=prompt,
         completion_tokens=completion,
         total_tokens=prompt + completion,
+        **details.as_dict(),
         latency_ms=latency,
         time_to_first_token_ms=ttft,
         timestamp=timestamp or datetime.now(tz=UTC),
@@ -275,6 +284,23 @@ def _text(data: Mapping[str, Any], name: str, errors: _Errors, *, required: bool
     elif "\x00" in value:
         errors.add(name, "Must not contain NUL characters.")
     return value
+
+
+def _details(counts: dict[str, int], prompt: int, completion: int, source: str, errors: _Errors) -> TokenDetails:
+    """The parts of the prompt and completion (traces/usage.py), each within its whole: a 400 naming
+    the field when not, except from the proxy and OTLP, which never lose a call over what an upstream or
+    an instrumentation reported (they keep what fits)."""
+    if source in ("proxy", "otlp"):
+        for name in PROMPT_DETAILS:
+            counts[name] = min(counts[name], prompt)
+        counts["cache_write_tokens"] = min(counts["cache_write_tokens"], prompt - counts["cached_tokens"])
+        for name in COMPLETION_DETAILS:
+            counts[name] = min(counts[name], completion)
+    else:
+        problem = details_error(counts, prompt, completion)
+        if problem is not None:
+            errors.add(*problem)
+    return TokenDetails(**counts)
 
 
 def _count(data: Mapping[str, Any], name: str, errors: _Errors) -> int | None:

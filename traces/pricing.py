@@ -3,7 +3,10 @@
 `genai_prices.calc_price` costs about 0.1 ms a call (it builds a `Usage`, resolves units and walks a
 registry every time). Ingest prices thousands of traces a second, so the (provider, model) look-up is
 cached here and the common case, a plain per-million-token input and output price, is computed
-directly; anything richer (tiered prices) goes through the library's own `ModelPrice.calc_price`.
+directly; anything richer (tiered prices, or usage with cached, cache-write, reasoning, audio or image
+tokens: `traces.usage`) goes through the library's own `ModelPrice.calc_price` with a full `Usage`;
+cached, cache-write and reasoning parts at plain rates are summed directly too, checked against the
+library's `Usage` pricing for every model it knows (bench/pricing_usage.py measures both).
 """
 
 from __future__ import annotations
@@ -17,13 +20,16 @@ from typing import Any
 import genai_prices
 from genai_prices import Usage, data_snapshot, types
 
+from .usage import NO_DETAILS, TokenDetails
+
 PRICE_SOURCE = "genai-prices"
 MTOK = Decimal(1_000_000)
 QUANTUM = Decimal("0.0000000001")  # Trace.cost has 10 decimal places
 _CACHE_MAX = 4096
 _TOKEN_KEYS = ("input_mtok", "output_mtok")
-# Prices of usage a trace never reports (cache, audio, image, search counts...): zero for us, so the
-# fast path may skip them. Anything else (per-request fees, unknown keys) goes through the library.
+# Prices of usage that plain input/output usage has none of (cache, audio, image, search counts...): the
+# fast path (taken only when a call reports no detail counts) may skip them. Anything else (per-request
+# fees, unknown keys) goes through the library.
 _ZERO_FOR_TRACES = frozenset(
     {
         "cache_read_mtok",
@@ -110,7 +116,13 @@ def _lookup(provider: str, model: str) -> _Entry:
 
 
 def price(
-    *, model: str, provider: str, prompt_tokens: int, completion_tokens: int, timestamp: datetime | None = None
+    *,
+    model: str,
+    provider: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    timestamp: datetime | None = None,
+    details: TokenDetails = NO_DETAILS,
 ) -> Price:
     """The cost of one call. A model (or provider) genai-prices does not know is ``unpriced``, cost None."""
     version = price_version()
@@ -119,28 +131,66 @@ def price(
         return Price(None, "", True, PRICE_SOURCE, version)
     when = timestamp or datetime.now(tz=UTC)
     model_price = entry.model.get_prices(when)
-    cost = _fast_cost(model_price, prompt_tokens, completion_tokens)
+    cost = _fast_cost(model_price, prompt_tokens, completion_tokens, details)
     if cost is None:
-        usage = Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens)
-        cost = model_price.calc_price(usage)["total_price"]
+        cost = _library_cost(model_price, prompt_tokens, completion_tokens, details)
     if not _has_token_price(model_price):
         # A model priced per image, second or request: token usage says nothing about its cost.
         return Price(None, entry.provider.id, True, PRICE_SOURCE, version)
     return Price(cost.quantize(QUANTUM), entry.provider.id, False, PRICE_SOURCE, version)
 
 
+def _library_cost(
+    model_price: types.ModelPrice, prompt_tokens: int, completion_tokens: int, details: TokenDetails
+) -> Decimal:
+    try:
+        return model_price.calc_price(Usage(**details.genai_usage(prompt_tokens, completion_tokens)))["total_price"]
+    except ValueError:
+        # Counts the library cannot decompose for this model's prices (overlaps it needs named apart):
+        # the cache and reasoning counts alone, which every provider reports without overlap.
+        plain = TokenDetails(
+            details.cached_tokens, details.cache_write_tokens, reasoning_tokens=details.reasoning_tokens
+        )
+        return model_price.calc_price(Usage(**plain.genai_usage(prompt_tokens, completion_tokens)))["total_price"]
+
+
 def _has_token_price(model_price: types.ModelPrice) -> bool:
     return any(getattr(model_price, k, None) is not None for k in _TOKEN_KEYS)
 
 
-def _fast_cost(model_price: types.ModelPrice, prompt_tokens: int, completion_tokens: int) -> Decimal | None:
-    """Plain per-MTok prices (the vast majority): the same sum genai-prices makes, without its registry walk."""
+def _fast_cost(
+    model_price: types.ModelPrice, prompt_tokens: int, completion_tokens: int, details: TokenDetails = NO_DETAILS
+) -> Decimal | None:
+    """Plain per-MTok prices (the vast majority): the same sum genai-prices makes, without its registry
+    walk. With cached, cache-write and reasoning parts too (audio and image parts go to the library):
+    each part at its own rate when the model has one, else inside its whole at the whole's rate, which
+    is what the library's decomposition does (tests/traces/test_usage_details.py checks every model)."""
     values: dict[str, Any] = model_price.__dict__
     for key, value in values.items():
         if value is not None and key not in _ZERO_FOR_TRACES and key not in _TOKEN_KEYS:
             return None
+    if details.input_audio_tokens or details.input_image_tokens:
+        return None
+    if details.output_audio_tokens or details.output_image_tokens:
+        return None
+    uncached, output = prompt_tokens, completion_tokens
     cost = Decimal(0)
-    for key, tokens in (("input_mtok", prompt_tokens), ("output_mtok", completion_tokens)):
+    for key, tokens in (
+        ("cache_read_mtok", details.cached_tokens),
+        ("cache_write_mtok", details.cache_write_tokens),
+        ("output_reasoning_mtok", details.reasoning_tokens),
+    ):
+        rate = values.get(key)
+        if not tokens or rate is None:
+            continue
+        if not isinstance(rate, Decimal):
+            return None
+        cost += rate * tokens / MTOK
+        if key == "output_reasoning_mtok":
+            output -= tokens
+        else:
+            uncached -= tokens
+    for key, tokens in (("input_mtok", uncached), ("output_mtok", output)):
         rate = values.get(key)
         if rate is None:
             continue
@@ -148,3 +198,70 @@ def _fast_cost(model_price: types.ModelPrice, prompt_tokens: int, completion_tok
             return None  # tiered: let the library do it
         cost += rate * tokens / MTOK
     return cost
+
+
+# genai-prices' usage keys → how the trace page names the part.
+PART_LABELS = {
+    "input_tokens": "Input",
+    "cache_read_tokens": "Cached input",
+    "cache_write_tokens": "Cache write",
+    "output_tokens": "Output",
+    "output_reasoning_tokens": "Reasoning",
+    "input_audio_tokens": "Input audio",
+    "cache_audio_read_tokens": "Cached input audio",
+    "input_image_tokens": "Input images",
+    "output_audio_tokens": "Output audio",
+    "output_image_tokens": "Output images",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One priced part of a call: what it is, how many tokens, and their cost (USD)."""
+
+    key: str
+    label: str
+    tokens: int
+    cost: Decimal
+
+
+def breakdown(
+    *,
+    model: str,
+    provider: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    timestamp: datetime | None = None,
+    details: TokenDetails = NO_DETAILS,
+) -> list[Part]:
+    """The cost of one call part by part, as genai-prices prices each unit (the tokens it counts at
+    each rate: uncached input is the prompt less its cached, cache-write, audio and image parts). Empty
+    for a model it does not know. For the trace page: it walks the library's registry, never on ingest."""
+    # genai-prices exposes no per-unit split; its own helpers (pinned version) make the same sum as
+    # `calc_price`, which tests/traces/test_usage_details.py checks.
+    from genai_prices.types import _collect_resolved_model_prices, _compute_registry_priced_counts, calc_unit_price
+    from genai_prices.units import _get_registry
+
+    entry = _lookup(provider, model)
+    if entry.model is None:
+        return []
+    model_price = entry.model.get_prices(timestamp or datetime.now(tz=UTC))
+    resolved = _collect_resolved_model_prices(model_price, _get_registry())
+    try:
+        usage = Usage(**details.genai_usage(prompt_tokens, completion_tokens))
+        counts = _compute_registry_priced_counts(resolved, usage)
+    except ValueError:
+        plain = TokenDetails(
+            details.cached_tokens, details.cache_write_tokens, reasoning_tokens=details.reasoning_tokens
+        )
+        usage = Usage(**plain.genai_usage(prompt_tokens, completion_tokens))
+        counts = _compute_registry_priced_counts(resolved, usage)
+    parts = []
+    for unit, unit_price in resolved:
+        count = counts.get(unit.usage_key)
+        if not count or unit.usage_key == "requests":
+            continue
+        cost = calc_unit_price(unit_price, count, prompt_tokens, unit.per)
+        label = PART_LABELS.get(unit.usage_key, unit.usage_key.replace("_", " ").capitalize())
+        parts.append(Part(unit.usage_key, label, int(count), cost.quantize(QUANTUM)))
+    return parts

@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from .kinds import CALL_KINDS
+from .usage import TokenDetails
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +20,13 @@ class TraceRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    input_audio_tokens: int = 0
+    input_image_tokens: int = 0
+    reasoning_tokens: int = 0
+    output_audio_tokens: int = 0
+    output_image_tokens: int = 0
     latency_ms: int | None = None
     time_to_first_token_ms: int | None = None
     timestamp: datetime | None = None
@@ -51,6 +59,10 @@ class TraceRecord:
     def is_call(self) -> bool:
         """An LLM or embedding call: priced, counted as a call; the other kinds are the run's structure."""
         return self.kind in CALL_KINDS
+
+    @property
+    def details(self) -> TokenDetails:
+        return TokenDetails.of(self)
 
     @property
     def is_error(self) -> bool:
@@ -105,6 +117,7 @@ class TraceRecord:
             prompt_tokens=trace.prompt_tokens,
             completion_tokens=trace.completion_tokens,
             total_tokens=trace.total_tokens,
+            **TokenDetails.of(trace).as_dict(),
             latency_ms=trace.latency_ms,
             time_to_first_token_ms=trace.time_to_first_token_ms,
             timestamp=trace.timestamp,

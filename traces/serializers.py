@@ -16,6 +16,28 @@ from rest_framework import serializers
 from config.jsoncodec import iso
 
 from .models import Kind, Plant, Source, Status, Trace
+from .usage import TokenDetails
+
+USAGE_HELP = {
+    "cached_tokens": "Part of prompt_tokens read from the provider's prompt cache (OpenAI "
+    "`prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`); priced at the cached rate.",
+    "cache_write_tokens": "Part of prompt_tokens written to the prompt cache (Anthropic "
+    "`cache_creation_input_tokens`); priced at the cache-write rate.",
+    "input_audio_tokens": "Part of prompt_tokens that is audio.",
+    "input_image_tokens": "Part of prompt_tokens that is images.",
+    "reasoning_tokens": "Part of completion_tokens spent reasoning (OpenAI "
+    "`completion_tokens_details.reasoning_tokens`).",
+    "output_audio_tokens": "Part of completion_tokens that is audio.",
+    "output_image_tokens": "Part of completion_tokens that is images.",
+}
+# Of each usage detail sent: what it is a part of, and the rule (a 400 otherwise).
+_PART = "Optional, default 0; at most its whole (and cached_tokens + cache_write_tokens at most prompt_tokens). "
+
+
+def _detail_field(name: str) -> serializers.IntegerField:
+    return serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, max_value=2_147_483_647, help_text=_PART + USAGE_HELP[name]
+    )
 
 
 def _number(value: Any) -> float | None:
@@ -35,6 +57,7 @@ def trace_json(trace: Trace, *, full: bool = True) -> dict[str, Any]:
         "prompt_tokens": trace.prompt_tokens,
         "completion_tokens": trace.completion_tokens,
         "total_tokens": trace.total_tokens,
+        **TokenDetails.of(trace).as_dict(),
         "latency_ms": trace.latency_ms,
         "time_to_first_token_ms": trace.time_to_first_token_ms,
         "timestamp": iso(trace.timestamp),
@@ -183,6 +206,13 @@ class TraceInSerializer(serializers.Serializer):
         help_text="Optional and derived: the stored total is always prompt_tokens + completion_tokens. When sent "
         "with both parts it must equal their sum, and it is never less than either part (a 400 otherwise).",
     )
+    cached_tokens = _detail_field("cached_tokens")
+    cache_write_tokens = _detail_field("cache_write_tokens")
+    input_audio_tokens = _detail_field("input_audio_tokens")
+    input_image_tokens = _detail_field("input_image_tokens")
+    reasoning_tokens = _detail_field("reasoning_tokens")
+    output_audio_tokens = _detail_field("output_audio_tokens")
+    output_image_tokens = _detail_field("output_image_tokens")
     latency_ms = serializers.FloatField(required=False, allow_null=True, min_value=0, max_value=2_147_483_647)
     time_to_first_token_ms = serializers.FloatField(
         required=False, allow_null=True, min_value=0, max_value=2_147_483_647
@@ -254,6 +284,13 @@ class TraceSerializer(serializers.Serializer):
     prompt_tokens = serializers.IntegerField()
     completion_tokens = serializers.IntegerField()
     total_tokens = serializers.IntegerField()
+    cached_tokens = serializers.IntegerField(help_text=USAGE_HELP["cached_tokens"])
+    cache_write_tokens = serializers.IntegerField(help_text=USAGE_HELP["cache_write_tokens"])
+    input_audio_tokens = serializers.IntegerField(help_text=USAGE_HELP["input_audio_tokens"])
+    input_image_tokens = serializers.IntegerField(help_text=USAGE_HELP["input_image_tokens"])
+    reasoning_tokens = serializers.IntegerField(help_text=USAGE_HELP["reasoning_tokens"])
+    output_audio_tokens = serializers.IntegerField(help_text=USAGE_HELP["output_audio_tokens"])
+    output_image_tokens = serializers.IntegerField(help_text=USAGE_HELP["output_image_tokens"])
     latency_ms = serializers.IntegerField(allow_null=True)
     time_to_first_token_ms = serializers.IntegerField(allow_null=True)
     timestamp = serializers.DateTimeField()

@@ -123,6 +123,14 @@ def span_for(call: Call) -> dict[str, Any]:
             "output_tokens": r.completion_tokens,
             "total_tokens": r.total_tokens,
         }
+        # LLM Observability's cache and reasoning metrics, when the call reported them.
+        for key, value in (
+            ("cache_read_input_tokens", r.cached_tokens),
+            ("cache_write_input_tokens", r.cache_write_tokens),
+            ("reasoning_output_tokens", r.reasoning_tokens),
+        ):
+            if value:
+                metrics[key] = value
     if r.time_to_first_token_ms is not None:
         metrics["time_to_first_token"] = r.time_to_first_token_ms / 1000
     tags = [_tag("source", "tracerelay")]

@@ -69,7 +69,19 @@ def log_for(call: Call) -> dict[str, Any]:
         "messages": [m.as_openai() for m in call.inputs],
         **call.parameters,
     }
-    usage = {"prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens, "total_tokens": r.total_tokens}
+    usage: dict[str, Any] = {
+        "prompt_tokens": r.prompt_tokens,
+        "completion_tokens": r.completion_tokens,
+        "total_tokens": r.total_tokens,
+    }
+    # OpenAI's usage details, as the logged response would have carried them.
+    if r.cached_tokens or r.input_audio_tokens:
+        usage["prompt_tokens_details"] = {"cached_tokens": r.cached_tokens, "audio_tokens": r.input_audio_tokens}
+    if r.reasoning_tokens or r.output_audio_tokens:
+        usage["completion_tokens_details"] = {
+            "reasoning_tokens": r.reasoning_tokens,
+            "audio_tokens": r.output_audio_tokens,
+        }
     if r.is_error:
         response_json: dict[str, Any] = {
             "error": {"message": call.error_message, "type": call.error_type, "code": call.http_status}

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from traces.records import ScoreRecord
+from traces.records import ScoreRecord, TraceRecord
 
 from . import ids
 from .base import CheckResult
@@ -22,6 +22,31 @@ from .otlp import OtlpExporter
 
 # Langfuse's environment rule: lowercase letters, digits, - and _, at most 40, not "langfuse…".
 _ENV_INVALID = re.compile(r"[^a-z0-9_-]+")
+
+
+# Our usage parts → Langfuse's usage-detail keys (as its OpenAI and Anthropic integrations name them).
+LANGFUSE_DETAILS = {
+    "cached_tokens": "input_cached_tokens",
+    "cache_write_tokens": "input_cache_creation",
+    "input_audio_tokens": "input_audio_tokens",
+    "input_image_tokens": "input_image_tokens",
+    "reasoning_tokens": "output_reasoning_tokens",
+    "output_audio_tokens": "output_audio_tokens",
+    "output_image_tokens": "output_image_tokens",
+}
+
+
+def _usage_details(r: TraceRecord) -> dict[str, int]:
+    """Langfuse prices each usage key apart, so a part is taken out of ``input`` or ``output`` (as
+    Langfuse's own OpenAI integration does) rather than counted twice."""
+    details = {"input": r.prompt_tokens, "output": r.completion_tokens, "total": r.total_tokens}
+    for name, key in LANGFUSE_DETAILS.items():
+        value = getattr(r, name)
+        if value:
+            details[key] = value
+            details["input" if key.startswith("input") else "output"] -= value
+    details["input"], details["output"] = max(details["input"], 0), max(details["output"], 0)
+    return details
 
 
 def langfuse_environment(environment: str) -> str:
@@ -85,9 +110,7 @@ def langfuse_attributes(call: Call) -> dict[str, Any]:
     }
     if call.is_call:
         attrs["langfuse.observation.model.name"] = r.model
-        attrs["langfuse.observation.usage_details"] = to_json(
-            {"input": r.prompt_tokens, "output": r.completion_tokens, "total": r.total_tokens}
-        )
+        attrs["langfuse.observation.usage_details"] = to_json(_usage_details(r))
         if call.parameters:
             attrs["langfuse.observation.model.parameters"] = to_json(call.parameters)
         if call.cost is not None:

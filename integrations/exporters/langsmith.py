@@ -106,6 +106,17 @@ def _call_run(call: Call) -> dict[str, Any]:
         "output_tokens": r.completion_tokens,
         "total_tokens": r.total_tokens,
     }
+    # LangChain's UsageMetadata details: parts of input_tokens and output_tokens.
+    input_details = {
+        "cache_read": r.cached_tokens,
+        "cache_creation": r.cache_write_tokens,
+        "audio": r.input_audio_tokens,
+    }
+    output_details = {"reasoning": r.reasoning_tokens, "audio": r.output_audio_tokens}
+    if any(input_details.values()):
+        usage["input_token_details"] = {k: v for k, v in input_details.items() if v}
+    if any(output_details.values()):
+        usage["output_token_details"] = {k: v for k, v in output_details.items() if v}
     if call.cost is not None:
         usage["total_cost"] = call.cost
     outputs: dict[str, Any] = {

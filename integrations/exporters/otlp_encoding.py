@@ -133,6 +133,11 @@ def genai_attributes(call: Call) -> Attributes:
         "gen_ai.usage.input_tokens": r.prompt_tokens,
         "gen_ai.usage.output_tokens": r.completion_tokens,
     }
+    # The semantic conventions' cache attributes (parts of input_tokens), when reported.
+    if r.cached_tokens:
+        attrs["gen_ai.usage.cache_read.input_tokens"] = r.cached_tokens
+    if r.cache_write_tokens:
+        attrs["gen_ai.usage.cache_creation.input_tokens"] = r.cache_write_tokens
     for key in ("temperature", "top_p", "top_k", "frequency_penalty", "presence_penalty", "seed"):
         value = call.parameters.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -36,6 +36,16 @@ OPENINFERENCE_PROVIDERS = {
 }
 
 
+# Our usage parts → OpenInference's token-count detail attributes.
+OPENINFERENCE_DETAILS = {
+    "cached_tokens": "llm.token_count.prompt_details.cache_read",
+    "cache_write_tokens": "llm.token_count.prompt_details.cache_write",
+    "input_audio_tokens": "llm.token_count.prompt_details.audio",
+    "reasoning_tokens": "llm.token_count.completion_details.reasoning",
+    "output_audio_tokens": "llm.token_count.completion_details.audio",
+}
+
+
 def _message_attributes(prefix: str, messages: list[Message]) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     for i, m in enumerate(messages):
@@ -115,6 +125,10 @@ def openinference_attributes(call: Call) -> dict[str, Any]:
         "llm.token_count.completion": r.completion_tokens,
         "llm.token_count.total": r.total_tokens,
     }
+    for name, key in OPENINFERENCE_DETAILS.items():
+        value = getattr(r, name)
+        if value:
+            attrs[key] = value
     if call.cost is not None:
         attrs["llm.cost.total"] = call.cost
     if call.parameters:

@@ -72,6 +72,7 @@ def trace_payload(call: Call) -> dict[str, Any]:
         "prompt_tokens": r.prompt_tokens,
         "completion_tokens": r.completion_tokens,
         "total_tokens": r.total_tokens,
+        **r.details.as_dict(),
         "cost": call.cost,
         "cost_currency": "USD",
         "unpriced": r.unpriced,

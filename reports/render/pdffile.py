@@ -99,6 +99,8 @@ def _summary_rows(totals: dict[str, Any], latency: dict[str, Any]) -> list[list[
         ["Errors", f"{totals['errors']:,}", "Prompt tokens", f"{totals['prompt_tokens']:,}"],
         ["Rate limited", f"{totals['rate_limited']:,}", "Completion tokens", f"{totals['completion_tokens']:,}"],
         ["Error rate", f"{totals['error_rate'] * 100:.2f}%", "Total tokens", f"{totals['total_tokens']:,}"],
+        ["Cached tokens", f"{totals['cached_tokens']:,}", "Cache-write tokens", f"{totals['cache_write_tokens']:,}"],
+        ["Reasoning tokens", f"{totals['reasoning_tokens']:,}", "", ""],
         ["Latency p50", _ms(latency["p50"]), "Latency p95", _ms(latency["p95"])],
         ["Latency p99", _ms(latency["p99"]), "Unpriced traces", f"{totals['unpriced']:,}"],
     ]

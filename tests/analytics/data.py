@@ -50,6 +50,10 @@ def make_traces(team_id: int, *, n: int, start: datetime, span: timedelta, seed:
                     "prompt_tokens": prompt,
                     "completion_tokens": completion,
                     "total_tokens": prompt + completion,
+                    # usage parts derived, not drawn: the seeded draws stay what they were
+                    "cached_tokens": prompt // 3 if prompt % 2 else 0,
+                    "cache_write_tokens": prompt // 10 if prompt % 5 == 0 else 0,
+                    "reasoning_tokens": completion // 4,
                     "latency_ms": latency,
                     "time_to_first_token_ms": ttft,
                     "timestamp": when,
@@ -89,6 +93,9 @@ class Expected:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
     cost: Decimal = Decimal(0)
     unpriced: int = 0
     estimated_usage: int = 0
@@ -105,6 +112,9 @@ class Expected:
         self.prompt_tokens += t.prompt_tokens
         self.completion_tokens += t.completion_tokens
         self.total_tokens += t.total_tokens
+        self.cached_tokens += t.cached_tokens
+        self.cache_write_tokens += t.cache_write_tokens
+        self.reasoning_tokens += t.reasoning_tokens
         if t.cost is not None:
             self.cost += t.cost
         self.unpriced += t.unpriced
@@ -134,7 +144,8 @@ def exact_quantile(values: list[int], q: float) -> float | None:
 
 
 def assert_totals(got: dict[str, Any], want: Expected) -> None:
-    for name in ("count", "success", "errors", "rate_limited", "prompt_tokens", "completion_tokens", "total_tokens"):
+    for name in ("count", "success", "errors", "rate_limited", "prompt_tokens", "completion_tokens", "total_tokens",
+                 "cached_tokens", "cache_write_tokens", "reasoning_tokens"):  # fmt: skip
         assert got[name] == getattr(want, name), name
     assert got["unpriced"] == want.unpriced
     assert got["estimated_usage"] == want.estimated_usage

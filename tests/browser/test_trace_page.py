@@ -64,3 +64,24 @@ def test_the_conversation_comes_first_and_long_parts_fold(page, sign_in, shoot, 
     page.locator("#raw-json > summary").click()
     expect(page.get_by_role("heading", name="Request", exact=True)).to_be_visible()
     shoot(page, "trace-conversation")
+
+
+def test_the_cost_card_breaks_a_cached_call_down_by_part(page, sign_in, shoot, person, team):
+    from traces import pricing
+    from traces.usage import TokenDetails
+
+    usage = {"prompt_tokens": 12_000, "completion_tokens": 900}
+    details = TokenDetails(cached_tokens=9_000, cache_write_tokens=2_000, reasoning_tokens=300)
+    priced = pricing.price(model="claude-sonnet-4-5", provider="anthropic", **usage, details=details)
+    TraceFactory(team=team, trace_id="trc-cached", model="claude-sonnet-4-5", provider="anthropic", **usage,
+                 **details.as_dict(), cost=priced.cost, price_source="genai-prices", price_version="0.2.3",
+                 input={"messages": [{"role": "user", "content": "Summarise the contract."}]},
+                 output={"role": "assistant", "content": "It renews yearly."})  # fmt: skip
+    sign_in(page, person)
+    page.goto("/traces/trc-cached")
+    table = page.get_by_role("table", name="Cost breakdown")
+    expect(table.locator("tbody td:first-child")).to_have_text(["Input", "Cache write", "Cached input", "Output"])
+    expect(table.locator("tbody td.num").nth(0)).to_have_text("1,000")
+    expect(page.get_by_text("Output includes 300 reasoning tokens, at the output rate.")).to_be_visible()
+    page.get_by_role("heading", name="Cost", exact=True).scroll_into_view_if_needed()
+    shoot(page, "trace-cost-breakdown")

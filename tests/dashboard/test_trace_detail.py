@@ -124,3 +124,48 @@ def test_a_structural_span_is_no_unpriced_call(as_role, team):
     text = as_role("viewer").get("/traces/tool-1").content.decode()
     assert "search_docs" in text and "not a call: a tool span is never priced" in text
     assert "unpriced" not in text
+
+
+def test_the_cost_card_breaks_the_cost_down_by_part(as_role, team):
+    from config.money import usd
+    from traces import pricing
+    from traces.usage import TokenDetails
+
+    usage = {"prompt_tokens": 10_000, "completion_tokens": 500}
+    details = TokenDetails(cached_tokens=6_000, cache_write_tokens=1_000, reasoning_tokens=200)
+    priced = pricing.price(model="claude-sonnet-4-5", provider="anthropic", **usage, details=details)
+    parts = {
+        p.key: p for p in pricing.breakdown(model="claude-sonnet-4-5", provider="anthropic", **usage, details=details)
+    }
+    TraceFactory(
+        team=team,
+        trace_id="cached",
+        model="claude-sonnet-4-5",
+        provider="anthropic",
+        **usage,
+        **details.as_dict(),
+        cost=priced.cost,
+        price_source="genai-prices",
+    )
+    text = as_role("viewer").get("/traces/cached").content.decode()
+    assert 'aria-label="Cost breakdown"' in text
+    for key, label, tokens in [
+        ("input_tokens", "Input", 3_000),
+        ("cache_read_tokens", "Cached input", 6_000),
+        ("cache_write_tokens", "Cache write", 1_000),
+        ("output_tokens", "Output", 500),
+    ]:
+        assert parts[key].tokens == tokens
+        assert f'data-part="{key}"><td>{label}</td><td class="num">{tokens:,}</td>' in text
+        assert usd(parts[key].cost, exact=True) in text
+    assert "Output includes 200 reasoning tokens, at the output rate." in text
+
+
+def test_a_plain_call_shows_input_and_output_only_and_a_span_no_breakdown(as_role, team):
+    TraceFactory(team=team, trace_id="plain", model="gpt-4o", provider="openai", prompt_tokens=10, completion_tokens=5,
+                 cost=Decimal("0.000075"), price_source="genai-prices")  # fmt: skip
+    TraceFactory(team=team, trace_id="tool", kind="tool", model="", cost=None, price_source="")
+    text = as_role("viewer").get("/traces/plain").content.decode()
+    assert 'data-part="input_tokens"' in text and 'data-part="output_tokens"' in text
+    assert 'data-part="cache_read_tokens"' not in text
+    assert 'aria-label="Cost breakdown"' not in as_role("viewer").get("/traces/tool").content.decode()

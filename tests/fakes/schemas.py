@@ -213,6 +213,13 @@ class WebhookTrace(Strict):
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
+    input_audio_tokens: int
+    input_image_tokens: int
+    reasoning_tokens: int
+    output_audio_tokens: int
+    output_image_tokens: int
     cost: float | None
     cost_currency: Literal["USD"]
     unpriced: bool

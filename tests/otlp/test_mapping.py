@@ -91,6 +91,53 @@ CONVENTIONS = [
         {"prompt_tokens": 7, "completion_tokens": 3},
         id="counts-as-float-or-digit-string",
     ),
+    pytest.param(
+        {
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "o3",
+            "gen_ai.usage.input_tokens": 1000,
+            "gen_ai.usage.output_tokens": 300,
+            "gen_ai.usage.cache_read.input_tokens": 800,
+            "gen_ai.usage.reasoning.output_tokens": 200,
+        },
+        {"prompt_tokens": 1000, "cached_tokens": 800, "reasoning_tokens": 200, "completion_tokens": 300},
+        id="genai-usage-parts",
+    ),
+    pytest.param(
+        {
+            "gen_ai.system": "anthropic",
+            "gen_ai.request.model": "claude-sonnet-4-5",
+            "gen_ai.usage.input_tokens": 20,
+            "gen_ai.usage.output_tokens": 5,
+            "gen_ai.usage.cache_read_input_tokens": 300,
+            "gen_ai.usage.cache_creation_input_tokens": 100,
+        },
+        # Anthropic's input_tokens passed on as they are: the cache parts are added back to the prompt.
+        {"prompt_tokens": 420, "cached_tokens": 300, "cache_write_tokens": 100},
+        id="openllmetry-anthropic-cache-parts",
+    ),
+    pytest.param(
+        {
+            "openinference.span.kind": "LLM",
+            "llm.model_name": "gpt-4o-audio-preview",
+            "llm.token_count.prompt": 500,
+            "llm.token_count.completion": 60,
+            "llm.token_count.prompt_details.cache_read": 100,
+            "llm.token_count.prompt_details.cache_write": 50,
+            "llm.token_count.prompt_details.audio": 200,
+            "llm.token_count.completion_details.reasoning": 10,
+            "llm.token_count.completion_details.audio": 40,
+        },
+        {
+            "prompt_tokens": 500,
+            "cached_tokens": 100,
+            "cache_write_tokens": 50,
+            "input_audio_tokens": 200,
+            "reasoning_tokens": 10,
+            "output_audio_tokens": 40,
+        },
+        id="openinference-usage-parts",
+    ),
 ]
 
 
@@ -101,6 +148,21 @@ def test_it_maps_each_convention(attrs: dict[str, Any], expected: dict[str, Any]
     for field, value in expected.items():
         assert item[field] == value, field
     assert "total_tokens" in item or "total_tokens" not in expected
+
+
+def test_usage_parts_are_not_repeated_in_metadata_and_odd_ones_are_kept_within_bounds() -> None:
+    attrs = {
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.usage.input_tokens": 10,
+        "gen_ai.usage.output_tokens": 2,
+        "gen_ai.usage.reasoning_tokens": 50,
+        "llm.token_count.prompt_details.audio": 40,
+    }
+    item = item_of(span(attrs))
+    assert item is not None
+    assert not any("token" in key for key in item["metadata"])
+    record = normalize_trace(item, team_id=1, source="otlp")
+    assert (record.reasoning_tokens, record.input_audio_tokens) == (2, 10)
 
 
 PROMPTS = [

@@ -12,7 +12,10 @@ the scenario:
 
 ``GET /v1/broken-download`` starts a chunked binary body and drops the connection half-way.
 
-A request with the header ``x-fake-gzip: 1`` gets a compressed answer when it accepts one.
+A request with the header ``x-fake-gzip: 1`` gets a compressed answer when it accepts one. Usage
+details on request: ``x-fake-cached: N`` and ``x-fake-reasoning: N`` add OpenAI's
+``prompt_tokens_details.cached_tokens`` and ``completion_tokens_details.reasoning_tokens`` to a chat
+completion's usage; ``x-fake-cache-write: N`` sets Anthropic's ``cache_creation_input_tokens``.
 
 Every request is recorded (`Recorded`), and a stream the client abandoned is noted in `aborted`.
 """
@@ -179,6 +182,9 @@ def build_app(state: FakeUpstream) -> web.Application:
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
+        if request.headers.get("x-fake-cached") or request.headers.get("x-fake-reasoning"):
+            usage["prompt_tokens_details"] = {"cached_tokens": int(request.headers.get("x-fake-cached", 0))}
+            usage["completion_tokens_details"] = {"reasoning_tokens": int(request.headers.get("x-fake-reasoning", 0))}
         base = {"id": "chatcmpl-fake123", "created": CREATED, "model": f"{model}-2024-07-18"}
         if not data.get("stream"):
             body = {
@@ -352,7 +358,9 @@ def build_app(state: FakeUpstream) -> web.Application:
         if error is not None:
             return error
         text = "Bonjour! How can I help?"
-        usage = {"input_tokens": 21, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 4, "output_tokens": 9}
+        cache_write = int(request.headers.get("x-fake-cache-write", 0))
+        usage = {"input_tokens": 21, "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": 4}
+        usage["output_tokens"] = 9
         message = {
             "id": "msg_fake01",
             "type": "message",

@@ -120,3 +120,28 @@ def test_an_anthropic_stream_is_traced_from_its_events(anthropic_client, direct,
     body = {"model": "claude-3-5-haiku-latest", "max_tokens": 100, "messages": HELLO, "stream": True}
     expected = direct.post("/anthropic/v1/messages", json=body)
     assert http.post("/anthropic/v1/messages", json=body).content == expected.content
+
+
+def test_openai_cached_and_reasoning_tokens_are_traced_and_priced(openai_client, proxy):
+    raw = openai_client.chat.completions.with_raw_response.create(
+        model="gpt-4o-mini", messages=HELLO, extra_headers={"x-fake-cached": "8", "x-fake-reasoning": "5"}
+    )
+    usage = raw.parse().usage
+    assert usage is not None
+    trace = proxy.trace(raw.headers["x-service-id"])
+    assert (trace.prompt_tokens, trace.completion_tokens) == (usage.prompt_tokens, usage.completion_tokens)
+    assert (trace.cached_tokens, trace.reasoning_tokens, trace.cache_write_tokens) == (8, 5, 0)
+    plain = openai_client.chat.completions.with_raw_response.create(model="gpt-4o-mini", messages=HELLO)
+    uncached = proxy.trace(plain.headers["x-service-id"])
+    assert uncached.cached_tokens == 0 and uncached.cost > trace.cost
+
+
+def test_anthropic_cache_reads_and_writes_are_parts_of_the_prompt(anthropic_client, proxy):
+    raw = anthropic_client.messages.with_raw_response.create(
+        model="claude-3-5-haiku-latest", max_tokens=100, messages=HELLO, extra_headers={"x-fake-cache-write": "7"}
+    )
+    raw.parse()
+    trace = proxy.trace(raw.headers["x-service-id"])
+    # 21 input + 4 cache reads + 7 cache writes: Anthropic's input_tokens leave both out.
+    assert (trace.prompt_tokens, trace.cached_tokens, trace.cache_write_tokens) == (32, 4, 7)
+    assert trace.completion_tokens == 9 and trace.cost is not None and not trace.unpriced

@@ -64,7 +64,8 @@ def _dt(value: str) -> datetime:
 
 def _check_row(row: dict[str, str], traces: list[Any]) -> None:
     want = recount(traces)
-    for name in ("count", "errors", "rate_limited", "prompt_tokens", "completion_tokens", "total_tokens"):
+    for name in ("count", "errors", "rate_limited", "prompt_tokens", "completion_tokens", "total_tokens",
+                 "cached_tokens", "cache_write_tokens", "reasoning_tokens"):  # fmt: skip
         assert int(row[name]) == getattr(want, name), name
     assert int(row["unpriced"]) == want.unpriced
     if want.count > want.unpriced:

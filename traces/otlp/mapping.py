@@ -40,6 +40,20 @@ PROMPT_TOKEN_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", 
                      "llm.usage.prompt_tokens")  # fmt: skip
 COMPLETION_TOKEN_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
                          "llm.token_count.completion", "llm.usage.completion_tokens")  # fmt: skip
+# Parts of the prompt and completion (traces/usage.py): OpenTelemetry's gen_ai semantic conventions
+# (current and earlier spellings, OpenLLMetry's), then OpenInference's.
+DETAIL_KEYS = {
+    "cached_tokens": ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
+                      "llm.token_count.prompt_details.cache_read"),
+    "cache_write_tokens": ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
+                           "llm.token_count.prompt_details.cache_write"),
+    "input_audio_tokens": ("gen_ai.usage.input_audio_tokens", "llm.token_count.prompt_details.audio"),
+    "input_image_tokens": ("gen_ai.usage.input_image_tokens", "llm.token_count.prompt_details.image"),
+    "reasoning_tokens": ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens",
+                         "llm.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning"),
+    "output_audio_tokens": ("gen_ai.usage.output_audio_tokens", "llm.token_count.completion_details.audio"),
+    "output_image_tokens": ("gen_ai.usage.output_image_tokens", "llm.token_count.completion_details.image"),
+}  # fmt: skip
 TOTAL_TOKEN_KEYS = ("llm.token_count.total", "llm.usage.total_tokens", "gen_ai.usage.total_tokens")
 SESSION_KEYS = ("session.id", "gen_ai.conversation.id", "traceloop.association.properties.session_id")
 USER_KEYS = ("user.id", "enduser.id", "traceloop.association.properties.user_id", "gen_ai.user", "llm.user")
@@ -83,9 +97,10 @@ PROVIDERS = {
 # usage did not become its token counts: it stays in its metadata, `STRUCTURAL_MAPPED_KEYS`.)
 MAPPED_KEYS = frozenset(
     {*MODEL_KEYS, *PROVIDER_KEYS, *PROMPT_TOKEN_KEYS, *COMPLETION_TOKEN_KEYS, *TOTAL_TOKEN_KEYS, *SESSION_KEYS,
+     *(key for keys in DETAIL_KEYS.values() for key in keys),
      *USER_KEYS, *ENVIRONMENT_KEYS, "error.type", "tag.tags", "gen_ai.response.time_to_first_chunk"}
 )  # fmt: skip
-STRUCTURAL_MAPPED_KEYS = MAPPED_KEYS - USAGE_KEYS
+STRUCTURAL_MAPPED_KEYS = MAPPED_KEYS - USAGE_KEYS - {key for keys in DETAIL_KEYS.values() for key in keys}
 RATE_LIMIT_MARKERS = ("429", "ratelimit", "rate_limit", "too_many_requests", "toomanyrequests")
 MAX_METADATA_STRING = 2000  # characters of one attribute value kept in metadata
 # Keys of our own: otel.trace_id, span_id, parent_span_id, span_name, scope, dropped_attributes, and
@@ -151,6 +166,7 @@ def span_to_item(span: PlainSpan, kind: str | None = None) -> dict[str, Any]:
 
     if is_call:  # a wrapper's usage is its calls' again: in its metadata, never counted twice
         _usage(attrs, item)
+        _details(attrs, item)
 
     if span.start_unix_nano:
         # fixed64 nanoseconds end in the year 2554: always a valid datetime
@@ -186,6 +202,23 @@ def _usage(attrs: Mapping[str, Any], item: dict[str, Any]) -> None:
         # Only to complete a missing part: instrumentations disagree on what a total includes
         # (cached, reasoning tokens), and a mismatch would refuse an otherwise good span.
         item["total_tokens"] = total
+
+
+def _details(attrs: Mapping[str, Any], item: dict[str, Any]) -> None:
+    """The usage parts a span reports. Instrumentations of Anthropic that pass its ``input_tokens`` on
+    as they are leave cache reads and writes out of the prompt: when the parts exceed the prompt, they
+    are added to it (what Anthropic's own total would be)."""
+    for name, keys in DETAIL_KEYS.items():
+        value = _count(_first(attrs, keys))
+        if value:
+            item[name] = value
+    counts = {k: v for k, v in item.items() if isinstance(v, int) and not isinstance(v, bool)}
+    prompt = counts.get("prompt_tokens")
+    cache = counts.get("cached_tokens", 0) + counts.get("cache_write_tokens", 0)
+    if prompt is not None and cache > prompt:
+        item["prompt_tokens"] = prompt + cache
+    # Anything else that does not fit its whole is kept within it by `normalize_trace` (an OTLP span
+    # is never refused over its usage parts: the call would be lost).
 
 
 def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:

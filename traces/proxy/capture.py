@@ -182,7 +182,7 @@ def build_trace(c: Capture, *, max_body: int, max_metadata_keys: int) -> dict[st
     if c.target.provider:
         trace["provider"] = c.target.provider
     if result.usage is not None:
-        trace["prompt_tokens"], trace["completion_tokens"] = result.usage
+        trace.update(result.usage)
     elif endpoint == "other" or not c.status_code or c.status_code >= 400:
         # No LLM work was billed: zero, rather than an estimate from the bodies. (A stream cut short
         # without usage is estimated by the pipeline, and flagged so.)

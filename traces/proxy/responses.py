@@ -25,26 +25,51 @@ class ResponseReading:
 
     def __init__(self) -> None:
         self.model: Any = None
-        self.usage: tuple[int, int] | None = None
+        self.usage: dict[str, int] | None = None
         self.output: Any = None
         self.error_type = ""
         self.error_message = ""
 
 
-def _usage(value: Any) -> tuple[int, int] | None:
-    """(prompt, completion) from an OpenAI (chat, completions, embeddings, responses) or Anthropic usage object."""
+def _usage(value: Any) -> dict[str, int] | None:
+    """The trace's usage fields (prompt, completion and their parts: traces/usage.py) from an OpenAI
+    (chat, completions, embeddings, responses) or Anthropic usage object."""
     if not isinstance(value, dict):
         return None
     prompt = value.get("prompt_tokens", value.get("input_tokens"))
     completion = value.get("completion_tokens", value.get("output_tokens"))
     if prompt is None and completion is None:
         return None
-    # Anthropic counts cache reads and writes apart from input_tokens; OpenAI includes them.
-    extra = (value.get("cache_creation_input_tokens") or 0) + (value.get("cache_read_input_tokens") or 0)
     try:
-        return int(prompt or 0) + int(extra), int(completion or 0)
+        # Anthropic counts cache reads and writes apart from input_tokens; OpenAI includes them.
+        cache_read = int(value.get("cache_read_input_tokens") or 0)
+        cache_write = int(value.get("cache_creation_input_tokens") or 0)
+        usage = {
+            "prompt_tokens": int(prompt or 0) + cache_read + cache_write,
+            "completion_tokens": int(completion or 0),
+        }
+        prompt_details = value.get("prompt_tokens_details", value.get("input_tokens_details"))
+        completion_details = value.get("completion_tokens_details", value.get("output_tokens_details"))
+        parts = {
+            "cached_tokens": cache_read + _part(prompt_details, "cached_tokens"),
+            "cache_write_tokens": cache_write,
+            "input_audio_tokens": _part(prompt_details, "audio_tokens"),
+            "input_image_tokens": _part(prompt_details, "image_tokens"),
+            "reasoning_tokens": _part(completion_details, "reasoning_tokens"),
+            "output_audio_tokens": _part(completion_details, "audio_tokens"),
+            "output_image_tokens": _part(completion_details, "image_tokens"),
+        }
     except (TypeError, ValueError):
         return None
+    usage.update({k: v for k, v in parts.items() if v > 0})
+    return usage
+
+
+def _part(details: Any, key: str) -> int:
+    """One count of a ``*_tokens_details`` object; 0 when absent (or null, as some providers send)."""
+    if not isinstance(details, dict):
+        return 0
+    return int(details.get(key) or 0)
 
 
 def _decoded(body: bytes, encoding: bytes) -> bytes | None:

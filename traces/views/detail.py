@@ -22,8 +22,11 @@ from config.money import usd
 from debugmode.selectors import trace_debug_records
 from delivery.selectors import trace_deliveries
 from delivery.services import REPLAYABLE, NotReplayable, delivery_replay
+from traces.kinds import CALL_KINDS
 from traces.models import Trace
+from traces.pricing import PRICE_SOURCE, breakdown
 from traces.selectors import trace_get
+from traces.usage import TokenDetails
 
 from .feedback import feedback_context
 from .messages import conversation
@@ -95,6 +98,31 @@ def _trace_or_404(request: DashboardRequest, trace_id: str) -> Trace:
     return trace
 
 
+def cost_parts(trace: Trace) -> dict[str, Any] | None:
+    """The cost breakdown of a priced call (input, cached, cache write, output, reasoning, audio,
+    image), each part's tokens and cost; None for a span that is no call or an unpriced one."""
+    if trace.kind not in CALL_KINDS or trace.unpriced or trace.cost is None or trace.price_source != PRICE_SOURCE:
+        return None
+    parts = breakdown(
+        model=trace.model,
+        provider=trace.provider,
+        prompt_tokens=trace.prompt_tokens,
+        completion_tokens=trace.completion_tokens,
+        timestamp=trace.timestamp,
+        details=TokenDetails.of(trace),
+    )
+    if not parts:
+        return None
+    reasoning_apart = any(p.key == "output_reasoning_tokens" for p in parts)
+    return {
+        "rows": [
+            {"label": p.label, "key": p.key, "tokens": f"{p.tokens:,}", "cost": usd(p.cost, exact=True)} for p in parts
+        ],
+        # Reasoning priced at the output rate is part of the Output row: said there.
+        "reasoning_in_output": trace.reasoning_tokens if trace.reasoning_tokens and not reasoning_apart else 0,
+    }
+
+
 @team_view()
 def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
     trace = _trace_or_404(request, trace_id)
@@ -117,6 +145,7 @@ def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
         "debug": _debug(trace),
         "run_url": run_url(trace),
         **feedback_context(trace),
+        "cost_parts": cost_parts(trace),
     }
     return render(request, "traces/detail.html", context)
 

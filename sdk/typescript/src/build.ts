@@ -42,6 +42,7 @@ function callTrace(call: Call, config: Config): Trace {
     latency_ms: ms(call.t1 - call.t0),
   };
   for (const key of ["prompt_tokens", "completion_tokens", "output"] as const) if (fields[key] !== undefined) trace[key] = fields[key];
+  if (fields.parts !== undefined) Object.assign(trace, fields.parts); // cached, cache-write, reasoning, audio tokens
   if (call.stream && fields.first !== undefined) trace.time_to_first_token_ms = ms(fields.first - call.t0);
   if (config.captureContent) trace.input = request ?? null;
   else delete trace.output;
@@ -136,6 +137,7 @@ interface Reply {
   output?: unknown;
   prompt_tokens?: number;
   completion_tokens?: number;
+  parts?: Record<string, number>;
   first?: number;
 }
 
@@ -287,14 +289,30 @@ function anthropicStream(events: SseEvent[]): Reply {
 }
 
 /** prompt/completion tokens from an OpenAI or Anthropic usage object, as the proxy and the Python SDK read them. */
-function usage(value: any): { prompt_tokens?: number; completion_tokens?: number } {
+function usage(value: any): { prompt_tokens?: number; completion_tokens?: number; parts?: Record<string, number> } {
   if (value === null || typeof value !== "object") return {};
   const prompt = value.prompt_tokens ?? value.input_tokens;
   const completion = value.completion_tokens ?? value.output_tokens;
   if (prompt == null && completion == null) return {};
   // Anthropic counts cache reads and writes apart from input_tokens; OpenAI includes them.
-  const extra = (Number(value.cache_creation_input_tokens) || 0) + (Number(value.cache_read_input_tokens) || 0);
-  return { prompt_tokens: (Number(prompt) || 0) + extra, completion_tokens: Number(completion) || 0 };
+  const cacheRead = Number(value.cache_read_input_tokens) || 0;
+  const cacheWrite = Number(value.cache_creation_input_tokens) || 0;
+  const fields: { prompt_tokens: number; completion_tokens: number; parts?: Record<string, number> } = {
+    prompt_tokens: (Number(prompt) || 0) + cacheRead + cacheWrite,
+    completion_tokens: Number(completion) || 0,
+  };
+  // The parts the server prices at their own rates (cached, cache-write, reasoning, audio).
+  const promptDetails = value.prompt_tokens_details ?? value.input_tokens_details ?? {};
+  const completionDetails = value.completion_tokens_details ?? value.output_tokens_details ?? {};
+  const parts: Record<string, number> = {
+    cached_tokens: cacheRead + (Number(promptDetails?.cached_tokens) || 0),
+    cache_write_tokens: cacheWrite,
+    input_audio_tokens: Number(promptDetails?.audio_tokens) || 0,
+    reasoning_tokens: Number(completionDetails?.reasoning_tokens) || 0,
+    output_audio_tokens: Number(completionDetails?.audio_tokens) || 0,
+  };
+  for (const [name, count] of Object.entries(parts)) if (count > 0) (fields.parts ??= {})[name] = count;
+  return fields;
 }
 
 function firstTime(events: SseEvent[], hasContent: (data: any) => boolean): number | undefined {

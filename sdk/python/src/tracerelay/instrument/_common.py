@@ -23,12 +23,28 @@ def usage_fields(usage: Any) -> dict[str, Any]:
     completion = get(usage, "completion_tokens", get(usage, "output_tokens"))
     if prompt is None and completion is None:
         return {}
-    # Anthropic counts cache reads and writes apart from input_tokens; OpenAI includes them.
-    extra = (get(usage, "cache_creation_input_tokens") or 0) + (get(usage, "cache_read_input_tokens") or 0)
     try:
-        return {"prompt_tokens": int(prompt or 0) + int(extra), "completion_tokens": int(completion or 0)}
+        # Anthropic counts cache reads and writes apart from input_tokens; OpenAI includes them.
+        cache_read = int(get(usage, "cache_read_input_tokens") or 0)
+        cache_write = int(get(usage, "cache_creation_input_tokens") or 0)
+        fields = {
+            "prompt_tokens": int(prompt or 0) + cache_read + cache_write,
+            "completion_tokens": int(completion or 0),
+        }
+        # The parts the server prices at their own rates (cached, cache-write, reasoning, audio).
+        prompt_details = get(usage, "prompt_tokens_details", get(usage, "input_tokens_details"))
+        completion_details = get(usage, "completion_tokens_details", get(usage, "output_tokens_details"))
+        parts = {
+            "cached_tokens": cache_read + int(get(prompt_details, "cached_tokens") or 0),
+            "cache_write_tokens": cache_write,
+            "input_audio_tokens": int(get(prompt_details, "audio_tokens") or 0),
+            "reasoning_tokens": int(get(completion_details, "reasoning_tokens") or 0),
+            "output_audio_tokens": int(get(completion_details, "audio_tokens") or 0),
+        }
     except (TypeError, ValueError):
         return {}
+    fields.update({name: value for name, value in parts.items() if value > 0})
+    return fields
 
 
 def first_time(chunks: list[tuple[float, Any]], has_content: Any) -> float | None:
