@@ -19,7 +19,10 @@ from accounts.models import Role
 from accounts.nav import NAV
 from alerts.models import Alert
 from delivery.models import Delivery
+from integrations.models import Integration
 from reports.models import Report
+from routing.models import RoutingRule
+from traces.models import Trace
 
 from ..factories import (
     ApiKeyFactory,
@@ -84,7 +87,7 @@ def world(team) -> dict[str, Any]:
     owner = MembershipFactory(team=team, user=UserFactory(username="margaret.hamilton@example.com"), role=Role.OWNER)
     MembershipFactory(team=team, user=UserFactory(username="grace@example.com"), role=Role.VIEWER)
     now = timezone.now()
-    traces = []
+    traces: list[Trace] = []
     for i in range(40):
         traces.append(
             TraceFactory(
@@ -119,14 +122,14 @@ def world(team) -> dict[str, Any]:
         TraceFactory(team=team, trace_id=span_id, run_id="run-agent", parent_id=parent, kind=kind, name=name)
     ApiKeyFactory(team=team, name="production backend")
     ApiKeyFactory(team=team, name="laptop", environment="development")
-    langfuse = IntegrationFactory(team=team, name="langfuse-prod", platform="langfuse", config={})
+    langfuse: Integration = IntegrationFactory(team=team, name="langfuse-prod", platform="langfuse", config={})
     IntegrationFactory(team=team, name="orders-hook")
     for i, trace in enumerate(traces[:6]):
         Delivery.objects.create(
             team=team, trace=trace, destination="langfuse-prod", spec={"name": "langfuse-prod"},
             status="dead" if i == 0 else "delivered",
         )  # fmt: skip
-    rule = RoutingRuleFactory(
+    rule: RoutingRule = RoutingRuleFactory(
         team=team,
         name="Errors to the on-call hook",
         condition='status == "error"',
