@@ -305,8 +305,17 @@
     else el.removeAttribute("aria-expanded");
     var costs = n.children.length || CALLS[s.kind] ? costCell(n.sub) : "";
     var costTitle = n.sub.unpriced ? costText(n.sub) + (n.children.length ? ", this span and below" : "") : n.children.length ? "This span and everything below it" : "";
-    var label = (KIND_LABELS[s.kind] || s.kind) + " " + n.label + (s.model && s.model !== n.label ? ", " + s.model : "") +
-      ", " + duration(s.latency_ms) + (n.failed ? ", failed" : n.failedBelow ? ", a span below failed" : "") +
+    // The name starts with the row's visible words in their order (kind, name, model, level, time,
+    // cost, tokens: axe's label-content-name-mismatch), then what only the row's styling shows.
+    var seen = [KIND_LABELS[s.kind] || s.kind, n.label];
+    if (s.model && s.model !== n.label) seen.push(s.model);
+    if (n.depth > INDENT_MAX) seen.push("L" + (n.depth + 1));
+    if (n.orphan) seen.push("no parent");
+    if (n.failed) seen.push("failed");
+    seen.push(duration(s.latency_ms));
+    if (costs) seen.push(costs);
+    if (n.sub.tokens) seen.push(n.sub.tokens.toLocaleString("en-US") + " tokens");
+    var label = seen.join(" ") + (!n.failed && n.failedBelow ? ", a span below failed" : "") +
       (n.children.length ? ", " + n.children.length + " children" : "") + (n.orphan ? ", parent not received" : "");
     el.setAttribute("aria-label", label);
     var toggle = n.children.length
