@@ -176,7 +176,7 @@ def _figure(
     )
     svg = (
         f'<svg class="chart-svg" viewBox="0 0 {width} {HEIGHT}" preserveAspectRatio="none" '
-        f'role="img" aria-label="{escape(label)}">{grid}{body}</svg>'
+        f'role="group" aria-label="{escape(label)}">{grid}{body}</svg>'
     )
     return mark_safe(  # noqa: S308 (every value above went through format_html or escape)
         f'<div class="chart-plot"><div class="chart-y" aria-hidden="true">{y_labels}</div>'

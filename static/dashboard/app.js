@@ -130,6 +130,16 @@
     typedSecrets = null;
   });
 
-  document.addEventListener("DOMContentLoaded", function () { localizeTimes(document); });
-  document.addEventListener("htmx:load", function (event) { localizeTimes(event.target); });
+  // A table that scrolls sideways in its box (.table-wrap) must be scrollable from the keyboard: one
+  // with nothing focusable inside takes the focus itself (the arrow keys then scroll it).
+  var FOCUSABLE = "a[href], button, input, select, textarea, summary, [tabindex]";
+  function focusableTables(root) {
+    var wraps = root.matches && root.matches(".table-wrap") ? [root] : [];
+    wraps.concat(Array.prototype.slice.call(root.querySelectorAll(".table-wrap"))).forEach(function (wrap) {
+      if (!wrap.hasAttribute("tabindex") && !wrap.querySelector(FOCUSABLE)) wrap.setAttribute("tabindex", "0");
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { localizeTimes(document); focusableTables(document); });
+  document.addEventListener("htmx:load", function (event) { localizeTimes(event.target); focusableTables(event.target); });
 })();

@@ -305,26 +305,27 @@
     else el.removeAttribute("aria-expanded");
     var costs = n.children.length || CALLS[s.kind] ? costCell(n.sub) : "";
     var costTitle = n.sub.unpriced ? costText(n.sub) + (n.children.length ? ", this span and below" : "") : n.children.length ? "This span and everything below it" : "";
-    var label = (KIND_LABELS[s.kind] || s.kind) + " " + n.label + (s.model && s.model !== n.label ? ", " + s.model : "") +
-      ", " + duration(s.latency_ms) + (n.failed ? ", failed" : n.failedBelow ? ", a span below failed" : "") +
+    // The row's name is its text (axe label-content-name-mismatch: a name that is not what is shown
+    // fails whichever columns the width hides); what only the styling shows is in .sr-only words.
+    var extra = (!n.failed && n.failedBelow ? ", a span below failed" : "") +
       (n.children.length ? ", " + n.children.length + " children" : "") + (n.orphan ? ", parent not received" : "");
-    el.setAttribute("aria-label", label);
     var toggle = n.children.length
-      ? '<span class="rt-toggle" title="' + (n.open ? "Close" : "Open") + '">' + (this.query || n.open ? "▾" : "▸") + "</span>"
-      : '<span class="rt-toggle is-leaf"></span>';
+      ? '<span class="rt-toggle" aria-hidden="true" title="' + (n.open ? "Close" : "Open") + '">' + (this.query || n.open ? "▾" : "▸") + "</span>"
+      : '<span class="rt-toggle is-leaf" aria-hidden="true"></span>';
     el.innerHTML =
       '<span class="rt-name" style="--d:' + Math.min(n.depth, INDENT_MAX) + '">' + toggle +
-      '<span class="kind-badge k-' + escapeHtml(s.kind) + '">' + escapeHtml(KIND_LABELS[s.kind] || s.kind) + "</span>" +
+      '<span class="kind-badge k-' + escapeHtml(s.kind) + '">' + escapeHtml(KIND_LABELS[s.kind] || s.kind) + "</span> " +
       '<span class="rt-label">' + escapeHtml(n.label) + "</span>" +
-      (s.model && s.model !== n.label ? '<span class="rt-model">' + escapeHtml(s.model) + "</span>" : "") +
-      (n.depth > INDENT_MAX ? '<span class="rt-level" title="Level ' + (n.depth + 1) + '">L' + (n.depth + 1) + "</span>" : "") +
-      (n.orphan ? '<span class="rt-orphan" title="Its parent has not arrived (yet)">no parent</span>' : "") +
-      (n.failed ? '<span class="rt-fail" title="This span failed">failed</span>' : n.failedBelow ? '<span class="rt-fail-below" title="A span below failed"></span>' : "") +
-      '</span><span class="rt-bar-cell"><span class="rt-bar k-' + escapeHtml(s.kind) + '" style="left:' + left.toFixed(3) +
-      "%;width:" + Math.max(width, 0.15).toFixed(3) + '%"></span></span>' +
-      '<span class="rt-num">' + duration(s.latency_ms) + "</span>" +
-      '<span class="rt-num rt-cost"' + (costTitle ? ' title="' + escapeHtml(costTitle) + '"' : "") + ">" + escapeHtml(costs) + "</span>" +
-      '<span class="rt-num rt-tok">' + (n.sub.tokens ? n.sub.tokens.toLocaleString("en-US") : "") + "</span>";
+      (s.model && s.model !== n.label ? ' <span class="rt-model">' + escapeHtml(s.model) + "</span>" : "") +
+      (n.depth > INDENT_MAX ? ' <span class="rt-level" title="Level ' + (n.depth + 1) + '">L' + (n.depth + 1) + "</span>" : "") +
+      (n.orphan ? ' <span class="rt-orphan" title="Its parent has not arrived (yet)">no parent</span>' : "") +
+      (n.failed ? ' <span class="rt-fail" title="This span failed">failed</span>' : n.failedBelow ? '<span class="rt-fail-below" title="A span below failed"></span>' : "") +
+      '</span> <span class="rt-bar-cell"><span class="rt-bar k-' + escapeHtml(s.kind) + '" style="left:' + left.toFixed(3) +
+      "%;width:" + Math.max(width, 0.15).toFixed(3) + '%"></span></span> ' +
+      '<span class="rt-num">' + duration(s.latency_ms) + "</span> " +
+      '<span class="rt-num rt-cost"' + (costTitle ? ' title="' + escapeHtml(costTitle) + '"' : "") + ">" + escapeHtml(costs) + "</span> " +
+      '<span class="rt-num rt-tok">' + (n.sub.tokens ? n.sub.tokens.toLocaleString("en-US") + '<span class="sr-only"> tokens</span>' : "") + "</span>" +
+      (extra ? '<span class="sr-only">' + escapeHtml(extra) + "</span>" : "");
   };
 
   RunTree.prototype.toggle = function (n, open) {

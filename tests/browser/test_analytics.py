@@ -87,7 +87,7 @@ def test_the_analytics_page_reads_like_a_dashboard(page, sign_in, shoot, owner_u
     bar.click()
     expect(page).to_have_url(re.compile(r"/traces\?.*status=error.*since=.*until="))
     expect(page.get_by_label("Status")).to_have_value("error")
-    rows = page.locator("[aria-label^='Open trace call-']")
+    rows = page.get_by_role("link", name=re.compile("open trace call-"))
     expect(rows.first).to_be_visible()
     assert rows.count() >= 1
     page.go_back()

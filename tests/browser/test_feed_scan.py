@@ -67,7 +67,7 @@ def test_the_feed_is_one_line_per_trace_and_shows_18_rows_at_1280x800(page, sign
     sign_in(page, person)
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto("/traces")
-    expect(page.get_by_label("Open trace t-000")).to_be_visible()
+    expect(page.get_by_role("link", name="open trace t-000")).to_be_visible()
     heights = page.evaluate(ROW_HEIGHTS)
     assert max(heights) < 40 and max(heights) - min(heights) < 2, heights  # one line each, all alike
     assert page.evaluate(ROWS_IN_VIEW) >= 18
@@ -137,7 +137,7 @@ def test_on_a_phone_status_and_cost_sit_beside_time_and_model(page, sign_in, per
     sign_in(page, person)
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto("/traces")
-    expect(page.get_by_label("Open trace t-000")).to_be_visible()
+    expect(page.get_by_role("link", name="open trace t-000")).to_be_visible()
     for row in page.locator("tr.feed-row").all()[:12]:
         for cell in row.locator("td").all()[:4]:  # time, model, cost, status
             box = cell.bounding_box()

@@ -39,21 +39,21 @@ def test_a_trace_appears_live_is_filtered_paused_and_opened(page, sign_in, shoot
     _post(live, key._raw, id="live-one", model="gpt-4o", prompt_tokens=12, completion_tokens=3, tags=["beta"],
           metadata={"plan": "pro"}, session_id="s-42", user_id="u-7", input=[{"role": "user", "content": "Hi there"}],
           output={"role": "assistant", "content": "Hello!"})  # fmt: skip
-    expect(page.get_by_label("Open trace live-one")).to_be_visible(timeout=8000)  # no reload
+    expect(page.get_by_role("link", name="open trace live-one")).to_be_visible(timeout=8000)  # no reload
     _post(live, key._raw, id="live-two", model="claude-3-5-haiku", provider="anthropic", status="error",
           session_id="s-42", input=[{"role": "user", "content": "And again?"}])  # fmt: skip
-    expect(page.get_by_label("Open trace live-two")).to_be_visible(timeout=8000)
+    expect(page.get_by_role("link", name="open trace live-two")).to_be_visible(timeout=8000)
     shoot(page, "traces-feed")
 
     # filter: the table is swapped, the URL is the filter (shareable), and it survives a reload
     page.get_by_label("Model").fill("gpt-4*")
     page.get_by_role("button", name="Apply filters").click()
-    expect(page.get_by_label("Open trace live-two")).to_have_count(0)
-    expect(page.get_by_label("Open trace live-one")).to_be_visible()
+    expect(page.get_by_role("link", name="open trace live-two")).to_have_count(0)
+    expect(page.get_by_role("link", name="open trace live-one")).to_be_visible()
     expect(page).to_have_url(re.compile(r"/traces\?model=gpt-4%2A$"))
     page.reload()
     expect(page.get_by_label("Model")).to_have_value("gpt-4*")
-    expect(page.get_by_label("Open trace live-two")).to_have_count(0)
+    expect(page.get_by_role("link", name="open trace live-two")).to_have_count(0)
     shoot(page, "traces-feed-filtered")
 
     # a bad filter: an error next to the field
@@ -64,20 +64,20 @@ def test_a_trace_appears_live_is_filtered_paused_and_opened(page, sign_in, shoot
     expect(page.get_by_text("Must be a number.")).to_be_visible()
     shoot(page, "traces-feed-error")
     page.get_by_role("link", name="Clear filters").click()
-    expect(page.get_by_label("Open trace live-two")).to_be_visible()
+    expect(page.get_by_role("link", name="open trace live-two")).to_be_visible()
 
     # pause: arrivals are counted, not shown; resume shows them
     page.get_by_role("button", name="Pause").click()
     expect(page.get_by_text("no new traces yet")).to_be_visible()
     _post(live, key._raw, id="while-paused", model="gpt-4o-mini")
     expect(page.get_by_text("1 new trace")).to_be_visible(timeout=8000)
-    expect(page.get_by_label("Open trace while-paused")).to_have_count(0)
+    expect(page.get_by_role("link", name="open trace while-paused")).to_have_count(0)
     shoot(page, "traces-feed-paused")
     page.get_by_role("button", name="Resume").click()
-    expect(page.get_by_label("Open trace while-paused")).to_be_visible(timeout=8000)
+    expect(page.get_by_role("link", name="open trace while-paused")).to_be_visible(timeout=8000)
 
     # open one
-    page.get_by_label("Open trace live-one").click()
+    page.get_by_role("link", name="open trace live-one").click()
     expect(page.get_by_role("heading", name="Cost")).to_be_visible()
     expect(page.get_by_role("region", name="Conversation").get_by_text("Hello!")).to_be_visible()
     shoot(page, "trace-detail")
@@ -93,8 +93,8 @@ def test_a_trace_appears_live_is_filtered_paused_and_opened(page, sign_in, shoot
     page.goto("/users")
     page.get_by_role("link", name="Traces of user u-7").click()
     expect(page).to_have_url(re.compile(r"/traces\?time_range=24h&user_id=u-7$"))
-    expect(page.get_by_label("Open trace live-one")).to_be_visible()
-    expect(page.get_by_label("Open trace live-two")).to_have_count(0)
+    expect(page.get_by_role("link", name="open trace live-one")).to_be_visible()
+    expect(page.get_by_role("link", name="open trace live-two")).to_have_count(0)
     page.goto("/users")
     shoot(page, "users")
 

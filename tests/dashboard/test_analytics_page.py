@@ -43,7 +43,7 @@ def _hrefs(content: bytes) -> list[str]:
 def _feed_ids(client, href: str) -> set[str]:
     response = client.get(href)
     assert response.status_code == 200, href
-    return set(re.findall(r'aria-label="Open trace ([^"]+)"', response.content.decode()))
+    return set(re.findall(r"open trace ([^<]+)</span>", response.content.decode()))
 
 
 @pytest.mark.parametrize("role", ROLES)
