@@ -88,7 +88,7 @@ def test_a_member_builds_a_board(page, sign_in, shoot, team, calls):
     assert page.locator("#widget-1 svg path.line").count() == 1
     shoot(page, "dashboards-board")
 
-    page.get_by_role("button", name="Move Errors by model up").click()
+    page.get_by_role("button", name="Move up Errors by model").click()
     expect(widget_cards(page).nth(3)).to_have_text("Errors by model")
     page.get_by_role("button", name="Duplicate Cost today").click()
     expect(widget_cards(page)).to_have_count(6)
@@ -127,5 +127,5 @@ def test_a_viewer_reads_a_board(page, sign_in, shoot, team, calls):
     expect(page).to_have_url(f"{page.url.split('/dashboards')[0]}/dashboards/{dashboard.pk}")
     expect(page.get_by_role("link", name="Calls: 30, open these traces")).to_be_visible()
     expect(page.get_by_role("link", name="Add widget")).to_have_count(0)
-    expect(page.get_by_role("button", name="Move Calls down")).to_have_count(0)
+    expect(page.get_by_role("button", name="Move down Calls")).to_have_count(0)
     shoot(page, "dashboards-viewer")

@@ -18,6 +18,8 @@ from playwright.sync_api import expect
 from accounts.models import Role
 from accounts.nav import NAV
 from alerts.models import Alert
+from dashboards import services as dashboard_services
+from dashboards.definition import parse_board
 from delivery.models import Delivery
 from integrations.models import Integration
 from reports.models import Report
@@ -49,6 +51,8 @@ PAGES = [
     ("session", "/sessions/session-0"),
     ("users", "/users"),
     ("analytics", "/analytics"),
+    ("dashboards", "/dashboards"),
+    ("dashboard", "/dashboards/{board}"),
     ("routing", "/routing"),
     ("routing-rule", "/routing/rules/{rule}"),
     ("routing-rule-new", "/routing/rules/new"),
@@ -142,7 +146,29 @@ def world(team) -> dict[str, Any]:
         team=team, name="Daily spend over $50", metric="cost", threshold=Decimal("50"), window_type="calendar",
         period="day",
     )  # fmt: skip
-    return {"owner": owner.user, "rule": rule.pk, "integration": langfuse.pk, "report": report.pk, "alert": alert.pk}
+    board = dashboard_services.dashboard_create(
+        team_id=team.pk,
+        board=parse_board(
+            {
+                "name": "Spend",
+                "widgets": [
+                    {"title": "Cost today", "metric": "cost", "chart": "number"},
+                    {"title": "Calls per hour", "metric": "count", "chart": "line", "interval": "hour"},
+                    {"title": "Cost by model", "metric": "cost", "chart": "bar", "group_by": "model"},
+                    {"title": "Latency by model", "metric": "latency_p95", "chart": "table", "group_by": "model"},
+                ],
+            }
+        ),
+        actor="test",
+    )
+    return {
+        "owner": owner.user,
+        "rule": rule.pk,
+        "integration": langfuse.pk,
+        "report": report.pk,
+        "alert": alert.pk,
+        "board": board.pk,
+    }
 
 
 def _violations(page: Any) -> list[str]:
