@@ -138,9 +138,7 @@ def parse_board(data: Mapping[str, Any], *, base: Board | None = None) -> Board:
         errors["name"] = ["This field is required."]
     if "widgets" in data:
         raw = data["widgets"]
-        if raw is None:
-            raw = []
-        if not isinstance(raw, list):
+        if not isinstance(raw, list):  # null too: an empty board is []
             errors["widgets"] = ["A list of widgets (objects), in the order shown."]
         elif len(raw) > MAX_WIDGETS:
             errors["widgets"] = [f"At most {MAX_WIDGETS} widgets on a board."]

@@ -107,7 +107,7 @@ class TraceScores(APIView):
         description="Stores a score or a piece of feedback and sends it to every destination that received "
         "the trace, and to one that receives it later (each in its own terms; an integration's "
         "`config.score_mappings` renames or withholds it). `data_type` follows the value's JSON type.",
-        request=SCORE_IN,
+        request={"application/json": SCORE_IN},
         responses={201: SCORE_OUT, **problem_responses(400, 401, 403, 404, 413, 415)},
         examples=[
             OpenApiExample(
@@ -117,8 +117,8 @@ class TraceScores(APIView):
         ],
     )
     def post(self, request: Request, trace_id: str) -> HttpResponse:
+        body = read_json_body(request, BODY_MAX, "score")  # a bad body is the same problem on every path
         trace = trace_or_404(principal_of(request).team_id, trace_id)
-        body = read_json_body(request, BODY_MAX, "score")
         try:
             data = parse_score(body)
         except InvalidInput as exc:

@@ -30,8 +30,9 @@ from .test_lean_ingest import asgi_call
 pytestmark = pytest.mark.django_db
 
 PROBLEMS = "https://tracerelay.dev/problems/"
-# Where no body at all is a request of its own: "replay every dead letter" (documented).
-EMPTY_BODY_ALLOWED = {("post", "/api/v1/deliveries/replay")}
+# Where no body at all is a request of its own: "replay every dead letter", "share with the default
+# expiry" (documented).
+EMPTY_BODY_ALLOWED = {("post", "/api/v1/deliveries/replay"), ("post", "/api/v1/traces/{trace_id}/share")}
 ACCOUNT_PATHS = ("/api/v1/auth/", "/api/v1/teams")
 DEEP = b"[" * 1000 + b"]" * 1000
 DEEP_OBJECT = b'{"a":' * 1000 + b"1" + b"}" * 1000
@@ -62,7 +63,7 @@ def objects(team):
         "integration_id": str(integration.pk),
         "upstream_id": str(upstream.pk),
         "delivery_id": str(delivery.pk),
-        "trace_id": "none",
+        "trace_id": TraceFactory(team=team).trace_id,
         "team_id": str(team.pk),
         "service_name": "checkout",
         "report_id": str(report.pk),

@@ -211,3 +211,9 @@ def test_the_openapi_document_describes_the_operations(schema):
     }
     for name in ("WidgetRequest", "WidgetOut"):
         assert set(schema["components"]["schemas"][name]["properties"]) == fields
+
+
+def test_null_widgets_are_refused_not_taken_for_an_empty_board(api):
+    response = api.post("/api/v1/dashboards", {"name": "Spend", "widgets": None}, format="json")
+    assert response.status_code == 400, response.content
+    assert "widgets" in response.json()["errors"]

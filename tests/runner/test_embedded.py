@@ -145,7 +145,7 @@ def test_the_embedded_default_starts_survives_a_killed_worker_stops_and_keeps_it
     run = Run(data_dir, port, tmp_path)
     run.wait_for(r"tracerelay is running", START_TIMEOUT_S)
     key = run.wait_for(r"API key\s+(tr_prod_\S+)").group(1)
-    password = run.wait_for(r"Log in\s+admin / (\S+)").group(1)
+    password = run.wait_for(r"Username or e-mail\s+admin\b[^\n]*\n[^\n]*Password\s+(\S+)").group(1)
     assert run.text().rindex("tracerelay is running") > run.text().rindex("ready.")  # after the banners
 
     # Real servers, on sockets in the data folder, Postgres as an unprivileged user when we are root.
