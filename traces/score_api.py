@@ -24,7 +24,11 @@ BODY_MAX = 64 * 1024
 
 
 _VALUE = {
-    "oneOf": [{"type": "number"}, {"type": "boolean"}, {"type": "string", "minLength": 1, "maxLength": 200}],
+    "oneOf": [
+        {"type": "number", "minimum": -1e15, "maximum": 1e15},
+        {"type": "boolean"},
+        {"type": "string", "minLength": 1, "maxLength": 200},
+    ],
     "description": "A number (numeric), a boolean (boolean) or a string: a category (categorical).",
 }
 SCORE_IN = {
@@ -38,12 +42,13 @@ SCORE_IN = {
             "description": "The score's name (`helpfulness`, `thumbs`).",
         },
         "value": _VALUE,
-        "comment": {"type": "string", "maxLength": 10_000},
+        "comment": {"type": "string", "maxLength": 10_000, "nullable": True, "description": "null: none."},
         "source": {
             "type": "string",
+            "nullable": True,
             "minLength": 1,
             "maxLength": 64,
-            "description": "Who scored: `api` (default), `human`, `eval`, ...",
+            "description": "Who scored: `api` (default; also for null), `human`, `eval`, ...",
         },
     },
 }

@@ -88,7 +88,7 @@ class TraceShare(APIView):
     )
     def post(self, request: Request, trace_id: str) -> HttpResponse:
         principal = principal_of(request)
-        body = read_json_body(request, BODY_MAX, "share request") if request.body else None
+        body = read_json_body(request, BODY_MAX, "share request") if request.body else {}
         trace = trace_or_404(principal.team_id, trace_id)
         try:
             days = parse_expiry(body)

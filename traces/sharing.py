@@ -30,9 +30,8 @@ def token_digest(token: str) -> str:
 
 
 def parse_expiry(body: Any) -> int:
-    """``{"expires_in_days": n}`` (1–90; optional, 7 by default) from a request body (None or {} allowed)."""
-    if body is None:
-        return DEFAULT_DAYS
+    """``{"expires_in_days": n}`` (1–90; optional, 7 by default) from a request body ({} allowed; the
+    API passes {} for no body at all, so a JSON ``null`` is refused like any other non-object)."""
     if not isinstance(body, dict):
         raise InvalidInput({"non_field_errors": ['Send a JSON object: {"expires_in_days": n} (optional).']})
     unknown = [str(k)[:100] for k in body if k != "expires_in_days"]

@@ -265,3 +265,14 @@ def test_the_feed_filters_by_score(api, team, django_capture_on_commit_callbacks
     for bad_query in ("score.helpfulness.min=high", "score.=1", "score.thumbs="):
         r = api.get("/api/v1/traces?" + bad_query)
         assert r.status_code == 400 and r["Content-Type"] == "application/problem+json", bad_query
+
+
+def test_a_null_source_and_comment_are_the_defaults(api, team):
+    trace = TraceFactory(team=team, trace_id="trc-null-source")
+    r = api.post(
+        "/api/v1/traces/trc-null-source/scores",
+        {"name": "thumbs", "value": True, "source": None, "comment": None},
+        format="json",
+    )
+    assert r.status_code == 201, r.content
+    assert (r.json()["source"], r.json()["comment"], r.json()["trace_id"]) == ("api", "", trace.trace_id)

@@ -136,3 +136,9 @@ def test_a_span_of_a_run_shows_the_runs_tree(api, team):
     url = share(api, root.trace_id).json()["url"]
     text = Client().get(path_of(url)).content.decode()
     assert "The run" in text and "planner" in text and "ask-llm" in text
+
+
+def test_a_json_null_body_is_refused_while_no_body_takes_the_default(api, trace):
+    refused = api.post("/api/v1/traces/trc-shared/share", b"null", content_type="application/json")
+    assert refused.status_code == 400, refused.content
+    assert share(api, "trc-shared").status_code == 201
