@@ -130,3 +130,12 @@ class TraceScores(APIView):
             raise Problem(400, "invalid-score", "The score is not valid.", errors=exc.errors)
         score = score_create(trace=trace, data=data)
         return json_response(score_json(score, trace.trace_id), status=201)
+
+
+def require_score_body(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """drf-spectacular post-processing hook: a score's body is required (an empty POST is the
+    `empty-body` problem), which a raw schema in `extend_schema(request=...)` cannot say."""
+    operation = result.get("paths", {}).get("/api/v1/traces/{trace_id}/scores", {}).get("post")
+    if operation and "requestBody" in operation:
+        operation["requestBody"]["required"] = True
+    return result

@@ -145,7 +145,11 @@ SPECTACULAR_SETTINGS = {
         "WidgetChartEnum": "dashboards.definition.CHARTS",
         "WidgetTimeRangeEnum": "dashboards.definition.TIME_RANGES",
     },
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "traces.otlp.openapi.add_otlp_path"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "traces.otlp.openapi.add_otlp_path",
+        "traces.score_api.require_score_body",
+    ],
     "TAGS": [
         {"name": "Trace Management", "description": "Send traces, read the feed and single traces; sample plants."},
     ],
