@@ -9,6 +9,7 @@ from rest_framework import serializers
 from analytics.plan import INTERVALS
 from analytics.slices import GROUP_BY
 from config.fields import NAME_PATTERN
+from traces.serializers import FILTER_VALUE_SCHEMA
 
 from .definition import (
     CHARTS,
@@ -21,14 +22,6 @@ from .definition import (
     TIME_RANGES,
 )
 
-FILTER_VALUE_SCHEMA = {
-    "anyOf": [
-        {"type": "string"},
-        {"type": "number"},
-        {"type": "boolean"},
-        {"type": "array", "items": {"type": "string"}, "description": "Joined with commas (a list filter)."},
-    ]
-}
 FILTERS_SCHEMA = {
     "type": "object",
     "nullable": True,

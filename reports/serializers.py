@@ -10,6 +10,7 @@ from rest_framework import serializers
 from analytics.plan import INTERVALS
 from analytics.slices import GROUP_BY
 from config.fields import NAME_PATTERN
+from traces.serializers import FILTER_VALUE_SCHEMA
 
 from .definition import FILTER_KEYS, MAX_NAME, MAX_RECIPIENTS, MAX_SCHEDULE
 from .models import Format, RunStatus
@@ -22,14 +23,6 @@ SKIP_EMPTY_HELP = (
     "Leave out the groups with no traces in the period: from the CSV (and its rows with no traces) "
     "and the PDF's tables. The PDF never lists periods with no traces."
 )
-FILTER_VALUE_SCHEMA = {
-    "anyOf": [
-        {"type": "string"},
-        {"type": "number"},
-        {"type": "boolean"},
-        {"type": "array", "items": {"type": "string"}, "description": "Joined with commas (a list filter)."},
-    ]
-}
 FILTERS_SCHEMA = {
     "type": "object",
     "nullable": True,

@@ -18,6 +18,17 @@ from config.jsoncodec import iso
 from .models import Kind, Plant, Source, Status, Trace
 from .usage import TokenDetails
 
+# One value of a trace feed filter in a saved definition (reports, dashboard widgets): as in the feed's
+# query string, where numbers and booleans are their text and a list is joined with commas.
+FILTER_VALUE_SCHEMA = {
+    "anyOf": [
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "array", "items": {"type": "string"}, "description": "Joined with commas (a list filter)."},
+    ]
+}
+
 USAGE_HELP = {
     "cached_tokens": "Part of prompt_tokens read from the provider's prompt cache (OpenAI "
     "`prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`); priced at the cached rate.",
