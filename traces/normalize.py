@@ -182,6 +182,7 @@ def normalize_trace(
             completion_tokens=completion,
             timestamp=timestamp,
             details=details,
+            team_id=team_id,
         )
         cost, unpriced, version = priced.cost, priced.unpriced, priced.version
     trace_id = trace_id or new_trace_id()

@@ -123,8 +123,12 @@ def price(
     completion_tokens: int,
     timestamp: datetime | None = None,
     details: TokenDetails = NO_DETAILS,
+    team_id: int | None = None,
 ) -> Price:
-    """The cost of one call. A model (or provider) genai-prices does not know is ``unpriced``, cost None."""
+    """The cost of one call. A model (or provider) genai-prices does not know is ``unpriced``, cost None.
+
+    `team_id` names whose call it is: a team's own prices (issue 26) are looked up by it.
+    """
     version = price_version()
     entry = _lookup(provider, model)
     if entry.model is None or entry.provider is None:
