@@ -12,6 +12,7 @@ records on the trace and span ids their trace was sent with (`otlp_encoding.scor
 from __future__ import annotations
 
 import gzip
+import logging
 from collections.abc import Sequence
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
@@ -32,6 +33,7 @@ from .calls import Call
 from .configs import Field
 from .transport import HttpExporter
 
+log = logging.getLogger(__name__)
 PROTOBUF = "application/x-protobuf"
 GZIP_LEVEL = 5  # most of level 9's ratio at a fraction of its CPU
 
@@ -119,14 +121,28 @@ class OtlpExporter(HttpExporter):
             )
 
     def export_encoded(self, batch: Sequence[Encoded]) -> Refused | None:
+        """Send the batch; an OTLP partial success (HTTP 200 naming ``rejected_spans``, not which) is
+        read by one rule (docs/destinations/otlp.md#responses): every span rejected → the batch
+        fails for good with the collector's message; some → where a span sent twice is stored once
+        (`resend_to_find_refused`), each span is sent again alone to learn which; elsewhere nothing
+        is sent again (OTLP asks clients not to) and the batch counts as delivered with
+        ``warning`` saying how many spans the collector rejected and why."""
+        self.warning = None
         if not batch:
             return None
         request = otlp_encoding.assemble(e.item for e in batch)
         response = self.post_request(request)
-        rejected, _ = _partial_success(response)
-        if rejected and 1 < len(batch) and rejected < len(batch) and self.resend_to_find_refused:
+        rejected, message = _partial_success(response)
+        if not rejected or rejected >= len(batch):
+            self.raise_for_partial_success(response, len(batch))
+            return None
+        if self.resend_to_find_refused:
             return self._find_refused(batch)
-        self.raise_for_partial_success(response, len(batch))
+        self.warning = (
+            f"{self.destination} rejected {rejected} of the {len(batch)} spans of this batch without saying which "
+            "(OTLP partial success; not sent again)" + (f": {message}" if message else "")
+        )
+        log.warning("%s", self.warning)
         return None
 
     def _find_refused(self, batch: Sequence[Encoded]) -> Refused:
