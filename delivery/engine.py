@@ -13,7 +13,8 @@ token is still ours. Outcomes:
   ``failed`` with a new row for the next fallback destination, or ``dead`` (the dead letter, replayable);
 * items the destination refused in an answer that accepted the others (`Exporter.export_encoded`
   returns them, with its reason for each) → retried or given up each with that reason, the others
-  delivered;
+  delivered; a batch of which it refused an unknown part (`Exporter.warning`) → delivered, the
+  warning kept as each row's ``last_error``;
 * a trace the exporter cannot encode (`Exporter.encode_batch`: a time its format cannot represent,
   a span older than the destination accepts) → that row alone gives up the same way, with the
   reason; the rest of its chunk is sent.
@@ -237,12 +238,17 @@ def _send_chunk(
             _refused_items([present[i] for i in rejected], list(rejected.values()), token, sender, report)
             present = [r for i, r in enumerate(present) if i not in rejected]
         now = timezone.now()
+        # The destination took the batch but refused an unknown part of it (an OTLP partial success):
+        # delivered, with its word on each row.
+        warning = getattr(sender.exporter, "warning", None)
+        noted = {"last_error": f"delivered with a warning: {warning}"[:LAST_ERROR_MAX]} if warning else {}
         report.delivered += mine(token, present).update(
             status=DeliveryStatus.DELIVERED,
             delivered_at=now,
             updated_at=now,
             claim_token=None,
             integration_id=integration_id,
+            **noted,
         )
         breaker.record_success()
         _scores_follow(present, present[0]["destination"])

@@ -7,6 +7,10 @@ trace is delivered (`follow_delivered`, the engine's hook: the scores posted bef
 by the `delivery.send_scores` task (`send_scores`), claimed first like trace deliveries, retried with
 the integration's retry policy, and re-dispatched by the sweeper (`sweep_scores`) when a task was lost.
 An integration's ``config.score_mappings`` renames a score there, or withholds it (null).
+
+Routing runs on the score's commit; a crash between the two would lose it, so the sweeper also routes
+again (`reroute_scores`) the recent scores whose trace was delivered somewhere that has no row for
+them: bounded per pass, idempotent through the unique (score, destination) row.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from typing import Any
 
 import httpx
 from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from config.celery import Queue, app
@@ -41,6 +47,11 @@ SEND_SCORES_TASK = "delivery.send_scores"
 ERROR_MAX = 2000
 UNSUPPORTED = "{platform} takes no scores from tracerelay"
 WITHHELD = "withheld by this integration's score_mappings"
+# The sweeper's second look at routing: scores made up to this long ago, from where its last pass
+# stopped (a cache key) less a grace; all of them when the cache has forgotten.
+REROUTE_LOOKBACK = timedelta(hours=1)
+REROUTE_LIMIT = 1000
+REROUTE_MARK = "tracerelay:scores:rerouted-until"
 
 
 @dataclass
@@ -225,10 +236,59 @@ def _failed(
         )
 
 
-def sweep_scores(*, now: datetime | None = None, limit: int = 10_000) -> int:
-    """Take back claims held past the claim timeout, and publish pending rows due for longer than the
-    sweeper's grace (their task was lost); the number published."""
+def _uuid7_floor(moment: datetime) -> uuid.UUID:
+    """The smallest UUIDv7 of this millisecond: score ids are UUIDv7, so a time range of scores is a
+    range of their primary key (no index on ``created_at`` needed)."""
+    return uuid.UUID(int=int(moment.timestamp() * 1000) << 80)
+
+
+def reroute_scores(*, now: datetime | None = None, limit: int = REROUTE_LIMIT) -> int:
+    """Route again the scores posted since the last pass (at most `REROUTE_LOOKBACK` back, and at
+    least the sweeper's grace old, so the routing on commit goes first) that lack a row for a
+    destination their trace was delivered to: a crash between a score's commit and its routing.
+    At most ``limit`` scores a pass; the number of scores routed again."""
     now = now or timezone.now()
+    grace = timedelta(seconds=float(settings.TRACERELAY_OUTBOX_SWEEP_GRACE_S))
+    until = now - grace
+    since = now - REROUTE_LOOKBACK
+    try:
+        mark = cache.get(REROUTE_MARK)
+    except Exception:  # the cache being down must not stop the sweeper: look back the whole hour
+        mark = None
+    if isinstance(mark, (int, float)):
+        # Less a grace: a score whose transaction was slow to commit is seen on the next pass too.
+        since = max(since, datetime.fromtimestamp(mark, tz=until.tzinfo) - grace)
+    if since >= until:
+        return 0
+    unrouted = Delivery.objects.filter(trace_id=OuterRef("trace_id"), status=DeliveryStatus.DELIVERED).exclude(
+        Exists(ScoreDelivery.objects.filter(score_id=OuterRef(OuterRef("pk")), destination=OuterRef("destination")))
+    )
+    orphans = list(
+        Score.objects.filter(pk__gte=_uuid7_floor(since), pk__lt=_uuid7_floor(until))
+        .filter(Exists(unrouted))
+        .order_by("pk")
+        .values("pk", "trace_id", "team_id")[:limit]
+    )
+    if orphans:
+        log.warning("routing %d scores again: their routing on commit did not happen", len(orphans))
+        _make_rows(orphans, Delivery.objects.filter(trace_id__in={s["trace_id"] for s in orphans}))
+    if len(orphans) < limit:  # all seen up to ``until``; else the next pass starts over from the mark
+        try:
+            cache.set(REROUTE_MARK, until.timestamp(), timeout=int(REROUTE_LOOKBACK.total_seconds()) * 2)
+        except Exception:
+            log.warning("could not store the score rerouting mark; the next pass looks back an hour")
+    return len(orphans)
+
+
+def sweep_scores(*, now: datetime | None = None, limit: int = 10_000) -> int:
+    """Route again the scores whose routing was lost (`reroute_scores`), take back claims held past
+    the claim timeout, and publish pending rows due for longer than the sweeper's grace (their task
+    was lost); the number published."""
+    now = now or timezone.now()
+    try:
+        reroute_scores(now=now)
+    except Exception:  # the second look must not keep the sweeper from its first job
+        log.exception("could not route lost scores again")
     timeout = timedelta(seconds=float(settings.TRACERELAY_DELIVERY_CLAIM_TIMEOUT_S))
     grace = timedelta(seconds=float(settings.TRACERELAY_OUTBOX_SWEEP_GRACE_S))
     ScoreDelivery.objects.filter(status=ScoreStatus.SENDING, updated_at__lt=now - timeout).update(

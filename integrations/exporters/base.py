@@ -14,7 +14,10 @@ An exporter works in two steps, so that one bad trace never takes a batch down:
   some items and accepts the others (a body naming per-item errors, an OTLP partial success, a
   batch conflict resolved item by item), it returns those items as `Refused` (batch index → the
   `ExportError` of that item, with the destination's reason): delivery retries or dead-letters
-  them and counts the rest as delivered.
+  them and counts the rest as delivered. When it refused some items without saying which and
+  cannot be asked again (an OTLP partial success at a collector that may keep a span twice), the
+  exporter sets ``warning`` instead: delivery counts the batch delivered and records the warning
+  on each of its rows.
 
 Exporters are synchronous: Celery workers call them with a shared `httpx.Client`, a batch at a time.
 """
@@ -112,6 +115,8 @@ class Exporter:
         self.client = client
         # After `encode_batch`: index → reason for the traces that cannot be sent yet (`NotYet`).
         self.waiting: dict[int, str] = {}
+        # After `export_encoded`: the destination took the batch but refused an unknown part of it.
+        self.warning: str | None = None
 
     def prepare(self, traces: Sequence[TraceRecord]) -> None:
         """Read what encoding these traces needs besides themselves (a span's ancestors), once per

@@ -1,16 +1,24 @@
 """MLflow tracing server (≥ 3.6): OTLP/HTTP protobuf to ``{host}/v1/traces`` with the required
 ``x-mlflow-experiment-id`` header. MLflow translates the GenAI attributes itself (token usage,
 model, provider, request/response previews from ``gen_ai.input/output.messages``). A run is one MLflow
-trace (the OTLP trace id; spans nest by parent span id), each span typed by ``mlflow.spanType``."""
+trace (the OTLP trace id; spans nest by parent span id), each span typed by ``mlflow.spanType``.
+
+Scores become MLflow 3 feedback assessments (``POST {host}/api/3.0/mlflow/traces/{trace_id}/assessments``)
+on the trace our run became (``tr-<OTLP trace id hex>``) and the span our trace became. The assessment
+id is ours (``a-`` + 32 hex, stable per team, destination and score): MLflow keeps a client-chosen id,
+and refuses a second one with the same id, so a re-send that finds it stored counts as delivered."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from .base import CheckResult, ConfigError
-from .calls import Call, to_json
+from traces.records import ScoreRecord
+
+from . import ids
+from .base import CheckResult, ConfigError, ExportError
+from .calls import Call, iso, to_json
 from .configs import Field
 from .otlp import OtlpExporter
 
@@ -27,6 +35,49 @@ SPAN_TYPES = {
     "event": "UNKNOWN",
     "other": "UNKNOWN",
 }
+
+
+# Our score sources → MLflow's `AssessmentSourceType`; any other source is CODE (an API, a script).
+HUMAN_SOURCES = frozenset({"human", "user", "annotator", "reviewer", "dashboard"})
+JUDGE_SOURCES = frozenset({"llm", "llm_judge", "llm-judge", "judge", "llm_as_judge"})
+
+
+def mlflow_trace_id(team_id: int, run_id: str) -> str:
+    """The MLflow trace id of an OTLP trace: ``tr-`` and its 32 hex digits."""
+    return "tr-" + ids.otel_trace_id(team_id, run_id).hex()
+
+
+def assessment_source_type(source: str) -> str:
+    key = source.strip().lower()
+    if key in HUMAN_SOURCES:
+        return "HUMAN"
+    if key in JUDGE_SOURCES:
+        return "LLM_JUDGE"
+    return "CODE"
+
+
+def mlflow_assessment(score: ScoreRecord, destination: str) -> dict[str, Any]:
+    """A ``CreateAssessment`` body: a feedback assessment named after the score, its value as is
+    (number, boolean or category), the comment as ``rationale``, our source as ``source_id``."""
+    created = iso(score.created_at)
+    assessment: dict[str, Any] = {
+        "assessment_id": "a-" + ids.score_uuid(score.team_id, score.score_id, destination).hex,
+        "assessment_name": score.name,
+        "trace_id": mlflow_trace_id(score.team_id, score.run_id or score.trace_id),
+        "span_id": ids.otel_span_id(score.team_id, score.trace_id).hex(),
+        "source": {"source_type": assessment_source_type(score.source), "source_id": score.source},
+        "feedback": {"value": score.value},
+        "create_time": created,
+        "last_update_time": created,
+        "metadata": {
+            "tracerelay.score_id": score.score_id,
+            "tracerelay.data_type": score.data_type,
+            "tracerelay.trace_id": score.trace_id,
+        },
+    }
+    if score.comment:
+        assessment["rationale"] = score.comment
+    return {"assessment": assessment}
 
 
 def mlflow_attributes(call: Call) -> dict[str, Any]:
@@ -46,6 +97,7 @@ def mlflow_attributes(call: Call) -> dict[str, Any]:
 class MlflowExporter(OtlpExporter):
     platform = "mlflow"
     label = "MLflow"
+    supports_scores = True
     fields: ClassVar[tuple[Field, ...]] = (
         Field("host", "base_url", required=True, aliases=("trackingUri",), help="e.g. http://mlflow:5000"),
         Field(
@@ -85,6 +137,28 @@ class MlflowExporter(OtlpExporter):
 
     def span_attributes(self, call: Call) -> dict[str, Any]:
         return {**super().span_attributes(call), **mlflow_attributes(call)}
+
+    def export_scores(self, scores: Sequence[ScoreRecord]) -> None:
+        """One ``CreateAssessment`` per score. When MLflow refuses one, a ``GetAssessment`` of its id
+        tells a re-send of a stored assessment (MLflow answers a duplicate id with a 500) from a real
+        refusal, which is raised as it came."""
+        headers = {**self.headers(), "Content-Type": "application/json"}
+        for score in scores:
+            body = mlflow_assessment(score, self.target.name)
+            trace_id = body["assessment"]["trace_id"]
+            url = f"{self.config['host']}/api/3.0/mlflow/traces/{trace_id}/assessments"
+            try:
+                self.send("POST", url, content=to_json(body).encode(), headers=headers)
+            except ExportError as exc:
+                if exc.status_code is None or not self._stored(url, body["assessment"]["assessment_id"]):
+                    raise
+
+    def _stored(self, url: str, assessment_id: str) -> bool:
+        try:
+            response = self.request("GET", f"{url}/{assessment_id}", headers=self.headers())
+        except ExportError:
+            return False
+        return response.status_code == 200
 
     def check(self) -> CheckResult:
         """Reads the experiment: proves the server, the credentials and the experiment id."""

@@ -19,10 +19,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope
+from opentelemetry.proto.logs.v1.logs_pb2 import SeverityNumber
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
+from traces.records import ScoreRecord
+
+from . import ids
 from .calls import Call, Message, genai_provider, since_1970_ns, to_json
 
 SCOPE_NAME = "tracerelay"
@@ -306,4 +311,46 @@ def assemble(spans: Iterable[EncodedSpan]) -> ExportTraceServiceRequest:
             scope_spans.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME, version=SCOPE_VERSION))
             groups[key] = scope_spans
         scope_spans.spans.append(encoded.span)
+    return request
+
+
+# --- scores as log records -----------------------------------------------------------------------
+SCORE_EVENT = "tracerelay.score"
+SCORE_RESOURCE: Attributes = {"service.name": "tracerelay", "telemetry.sdk.name": "tracerelay"}
+
+
+def score_attributes(score: ScoreRecord) -> Attributes:
+    """``tracerelay.score.*``: the value keeps its type (a double, a bool or a string)."""
+    value: Any = float(score.value) if score.data_type == "numeric" else score.value
+    return {
+        "tracerelay.score.id": score.score_id,
+        "tracerelay.score.name": score.name,
+        "tracerelay.score.value": value,
+        "tracerelay.score.data_type": score.data_type,
+        "tracerelay.score.comment": score.comment or None,
+        "tracerelay.score.source": score.source,
+        "tracerelay.trace_id": score.trace_id,
+    }
+
+
+def score_logs(scores: Iterable[ScoreRecord]) -> ExportLogsServiceRequest:
+    """Scores → one `ExportLogsServiceRequest`: each an INFO log record named ``tracerelay.score``
+    (``event_name``), timed at the score, on the trace id and span id its trace was sent with, so a
+    backend shows it beside that span."""
+    request = ExportLogsServiceRequest()
+    resource_logs = request.resource_logs.add()
+    add_attributes(resource_logs.resource.attributes, SCORE_RESOURCE)
+    scope_logs = resource_logs.scope_logs.add()
+    scope_logs.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME, version=SCOPE_VERSION))
+    for score in scores:
+        record = scope_logs.log_records.add()
+        record.time_unix_nano = record.observed_time_unix_nano = since_1970_ns(score.created_at, "OTLP")
+        record.severity_number = SeverityNumber.SEVERITY_NUMBER_INFO
+        record.severity_text = "INFO"
+        record.event_name = SCORE_EVENT
+        record.body.string_value = f"score {score.name} = {to_json(score.value)}"
+        record.trace_id = ids.otel_trace_id(score.team_id, score.run_id or score.trace_id)
+        record.span_id = ids.otel_span_id(score.team_id, score.trace_id)
+        record.flags = FLAG_SAMPLED
+        add_attributes(record.attributes, score_attributes(score))
     return request

@@ -2,14 +2,21 @@
 (Traces view) or ``{host}/agents/otel/v1/traces`` (Agents view), Basic auth ``api:<key>`` with
 the ``project_id: <entity>/<project>`` header; the same routing also as the resource attributes
 ``wandb.entity`` / ``wandb.project``. Sessions become Weave threads (``wandb.thread_id``). A run is one
-Weave trace: its spans share the OTLP trace id and nest as calls by parent span id."""
+Weave trace: its spans share the OTLP trace id and nest as calls by parent span id.
+
+Scores become Weave feedback (``POST {host}/feedback/create``) on the call our span became: Weave
+names a call ingested over OTLP by its span id, so its ref is ``weave:///<entity>/<project>/call/<span
+id hex>``."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from traces.records import ScoreRecord
+
+from . import ids
 from .base import CheckResult, ConfigError
 from .calls import Call, to_json
 from .configs import Field
@@ -17,11 +24,41 @@ from .otlp import OtlpExporter
 from .phoenix import OPENINFERENCE_KINDS
 
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}"
+# Weave's own feedback types (reactions, notes, annotations, scorers) start with this; a score with
+# such a name is sent under ``tracerelay.<name>`` so Weave never reads it as one of its own.
+RESERVED_PREFIX = "wandb."
+
+
+def weave_feedback(score: ScoreRecord, project_id: str, destination: str) -> dict[str, Any]:
+    """A ``FeedbackCreateReq``: a custom feedback type named after the score, its payload the value
+    (a number, a boolean or a category) with its type, comment and source; ``id`` stable per (team,
+    destination, score), so a re-send carries the same feedback id."""
+    call_id = ids.otel_span_id(score.team_id, score.trace_id).hex()
+    feedback_type = score.name
+    if feedback_type.startswith(RESERVED_PREFIX):
+        feedback_type = f"tracerelay.{feedback_type}"
+    payload: dict[str, Any] = {
+        "value": score.value,
+        "data_type": score.data_type,
+        "source": score.source,
+        "tracerelay_score_id": score.score_id,
+    }
+    if score.comment:
+        payload["comment"] = score.comment
+    return {
+        "id": str(ids.score_uuid(score.team_id, score.score_id, destination)),
+        "project_id": project_id,
+        "weave_ref": f"weave:///{project_id}/call/{call_id}",
+        "feedback_type": feedback_type,
+        "payload": payload,
+        "creator": f"tracerelay ({score.source})",
+    }
 
 
 class WeaveExporter(OtlpExporter):
     platform = "weave"
     label = "W&B Weave"
+    supports_scores = True
     fields: ClassVar[tuple[Field, ...]] = (
         Field("apiKey", required=True, secret=True, max_length=200),
         Field("entity", pattern=NAME_PATTERN, pattern_hint="must be a W&B team or user name"),
@@ -82,6 +119,14 @@ class WeaveExporter(OtlpExporter):
         if r.output is not None:
             attrs["output.value"] = to_json(r.output)
         return attrs
+
+    def export_scores(self, scores: Sequence[ScoreRecord]) -> None:
+        """One ``POST {host}/feedback/create`` per score (the single-item endpoint every Weave
+        server has), on the call our trace's span became."""
+        headers = {"Authorization": self.auth_headers()["Authorization"], "Content-Type": "application/json"}
+        for score in scores:
+            body = weave_feedback(score, self.project_id, self.target.name)
+            self.send("POST", f"{self.config['host']}/feedback/create", content=to_json(body).encode(), headers=headers)
 
     def check(self) -> CheckResult:
         """A one-row stats query on the project: the key and the project access, nothing written."""

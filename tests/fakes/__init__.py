@@ -6,6 +6,7 @@ See server.py and destinations.py for the API.
 """
 
 from tests.fakes.destinations import (
+    DecodedLog,
     DecodedSpan,
     FakeDatadog,
     FakeHelicone,
@@ -17,11 +18,13 @@ from tests.fakes.destinations import (
     FakeWeave,
     FakeWebhookReceiver,
     basic_auth,
+    decode_logs,
     decode_spans,
 )
 from tests.fakes.server import FakeServer, RecordedRequest, Reply
 
 __all__ = [
+    "DecodedLog",
     "DecodedSpan",
     "FakeDatadog",
     "FakeHelicone",
@@ -36,5 +39,6 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "basic_auth",
+    "decode_logs",
     "decode_spans",
 ]

@@ -14,6 +14,7 @@ the platform's own key where the platform deduplicates, and lists format violati
 from __future__ import annotations
 
 import base64
+import json
 import re
 import time
 import uuid
@@ -22,6 +23,10 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -93,6 +98,43 @@ def decode_spans(message: ExportTraceServiceRequest) -> list[DecodedSpan]:
     return spans
 
 
+@dataclass
+class DecodedLog:
+    trace_id: str  # hex
+    span_id: str  # hex
+    time_ns: int
+    severity_number: int
+    severity_text: str
+    event_name: str
+    body: Any
+    attributes: dict[str, Any]
+    resource: dict[str, Any]
+    scope: str
+
+
+def decode_logs(message: ExportLogsServiceRequest) -> list[DecodedLog]:
+    logs = []
+    for resource_logs in message.resource_logs:
+        resource = {kv.key: python_value(kv.value) for kv in resource_logs.resource.attributes}
+        for scope_logs in resource_logs.scope_logs:
+            for record in scope_logs.log_records:
+                logs.append(
+                    DecodedLog(
+                        trace_id=record.trace_id.hex(),
+                        span_id=record.span_id.hex(),
+                        time_ns=record.time_unix_nano,
+                        severity_number=record.severity_number,
+                        severity_text=record.severity_text,
+                        event_name=record.event_name,
+                        body=python_value(record.body),
+                        attributes={kv.key: python_value(kv.value) for kv in record.attributes},
+                        resource=resource,
+                        scope=scope_logs.scope.name,
+                    )
+                )
+    return logs
+
+
 def basic_auth(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
@@ -112,6 +154,7 @@ class FakeOtlpCollector(FakeServer):
         self.required_headers = {k.lower(): v for k, v in (required_headers or {}).items()}
         self.spans: list[DecodedSpan] = []
         self._span_keys: set[tuple[str, str]] = set()
+        self.logs: list[DecodedLog] = []
         self.exports = 0
 
     def authorized(self, request: RecordedRequest) -> bool:
@@ -120,10 +163,46 @@ class FakeOtlpCollector(FakeServer):
     def handle(self, request: RecordedRequest) -> Reply:
         if request.path in self.traces_paths():
             return self.receive_traces(request)
+        if self.receives_logs and request.path in self.logs_paths():
+            return self.receive_logs(request)
         return self.handle_other(request)
 
     def traces_paths(self) -> tuple[str, ...]:
         return (self.traces_path,)
+
+    # Whether this destination has an OTLP logs endpoint beside the traces one (a collector does).
+    receives_logs = True
+
+    def logs_paths(self) -> tuple[str, ...]:
+        return tuple(p[: -len("traces")] + "logs" for p in self.traces_paths() if p.endswith("/traces"))
+
+    def receive_logs(self, request: RecordedRequest) -> Reply:
+        """``ExportLogsServiceRequest`` (protobuf): each record with a 16-byte trace id, an 8-byte span
+        id (or none), a time, a severity in 0-24 → an empty ``ExportLogsServiceResponse``."""
+        if request.method != "POST":
+            return self.problem(request, "OTLP logs must be POSTed", 405)
+        if not self.authorized(request):
+            return self.unauthorized(request)
+        content_type = (request.header("content-type") or "").split(";")[0].strip()
+        if content_type != PROTOBUF:
+            return self.problem(request, f"Unsupported content type: {content_type}", 415)
+        message = ExportLogsServiceRequest()
+        try:
+            message.ParseFromString(request.content)
+        except DecodeError as exc:
+            return self.problem(request, f"undecodable protobuf: {exc}", 400)
+        logs = decode_logs(message)
+        for log in logs:
+            if log.trace_id and (len(log.trace_id) != 32 or set(log.trace_id) == {"0"}):
+                return self.problem(request, "a log's trace_id must be empty or 16 non-zero bytes", 400)
+            if log.span_id and (len(log.span_id) != 16 or set(log.span_id) == {"0"}):
+                return self.problem(request, "a log's span_id must be empty or 8 non-zero bytes", 400)
+            if log.time_ns <= 0 or not 0 <= log.severity_number <= 24:
+                return self.problem(request, "a log needs a time and a severity number 0-24", 400)
+            if "service.name" not in log.resource:
+                return self.problem(request, "resource without service.name", 400)
+        self.logs.extend(logs)
+        return Reply(200, ExportLogsServiceResponse().SerializeToString(), {"Content-Type": PROTOBUF})
 
     def handle_other(self, request: RecordedRequest) -> Reply:
         return self.problem(request, f"unexpected {request.method} {request.path}", 404)
@@ -196,6 +275,8 @@ class FakePhoenix(FakeOtlpCollector):
     """Phoenix: protobuf only on ``/v1/traces`` (JSON gets 415), project from the resource
     attribute ``openinference.project.name``; ``GET /v1/projects`` for the connection test."""
 
+    receives_logs = False
+
     def __init__(self, *, api_key: str | None = None, **kwargs: Any) -> None:
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
         super().__init__(required_headers=headers, **kwargs)
@@ -253,6 +334,8 @@ class FakeMlflow(FakeOtlpCollector):
     """MLflow ≥ 3.6: ``/v1/traces`` needs ``x-mlflow-experiment-id`` (else 422, as verified on
     3.17.2) and accepts protobuf or JSON; ``GET /api/2.0/mlflow/experiments/get`` for the check."""
 
+    receives_logs = False
+
     accept_json = True
 
     def __init__(
@@ -269,6 +352,7 @@ class FakeMlflow(FakeOtlpCollector):
             headers = {"authorization": basic_auth(username, password)}
         super().__init__(required_headers=headers, **kwargs)
         self.experiments = experiments
+        self.assessments: dict[str, dict[str, Any]] = {}
 
     def receive_traces(self, request: RecordedRequest) -> Reply:
         if request.method == "POST" and not request.header("x-mlflow-experiment-id"):
@@ -285,12 +369,60 @@ class FakeMlflow(FakeOtlpCollector):
             if experiment not in self.experiments:
                 return Reply(404, {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "No experiment"})
             return Reply(200, {"experiment": {"experiment_id": experiment, "name": "Default"}})
+        found = re.fullmatch(r"/api/3\.0/mlflow/traces/([^/]+)/assessments(?:/([^/]+))?", request.path)
+        if found:
+            if not self.authorized(request):
+                return self.unauthorized(request)
+            return self.receive_assessment(request, found.group(1), found.group(2))
         return super().handle_other(request)
+
+    def receive_assessment(self, request: RecordedRequest, trace_id: str, assessment_id: str | None) -> Reply:
+        """``CreateAssessment`` (a feedback assessment, as MLflow 3.17's handler and entity take it):
+        name, a source type of the enum, a ``feedback.value``; a duplicate client id is MLflow's 500.
+        ``GET …/assessments/{id}`` reads one back (404 when missing)."""
+        if request.method == "GET" and assessment_id:
+            stored = self.assessments.get(assessment_id)
+            if stored is None or stored["trace_id"] != trace_id:
+                return Reply(404, {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "no such assessment"})
+            return Reply(200, {"assessment": stored})
+        if request.method != "POST" or assessment_id:
+            return self.problem(request, f"unexpected {request.method} {request.path}", 404)
+        try:
+            assessment = request.json()["assessment"]
+        except (ValueError, KeyError, TypeError):
+            return self.problem(request, "assessment is required", 400, {"error_code": "INVALID_PARAMETER_VALUE"})
+        allowed = {"assessment_id", "assessment_name", "trace_id", "span_id", "source", "create_time"}
+        allowed |= {"last_update_time", "feedback", "rationale", "metadata", "overrides", "valid"}
+        problems = [f"unknown field {k}" for k in assessment if k not in allowed]
+        if not re.fullmatch(r"tr-[0-9a-f]{32}", trace_id) or assessment.get("trace_id", trace_id) != trace_id:
+            problems.append("trace_id")
+        if not assessment.get("assessment_name"):
+            problems.append("assessment_name")
+        source = assessment.get("source") or {}
+        source_types = ("HUMAN", "LLM_JUDGE", "CODE")
+        if source.get("source_type") not in source_types or set(source) - {"source_type", "source_id"}:
+            problems.append("source")
+        if not isinstance(assessment.get("feedback"), dict) or "value" not in assessment["feedback"]:
+            problems.append("feedback.value")
+        if "span_id" in assessment and not re.fullmatch(r"[0-9a-f]{16}", str(assessment["span_id"])):
+            problems.append("span_id")
+        if not all(isinstance(v, str) for v in (assessment.get("metadata") or {}).values()):
+            problems.append("metadata values are strings")
+        if problems:
+            refusal = {"error_code": "INVALID_PARAMETER_VALUE"}
+            return self.problem(request, f"invalid assessment: {problems}", 400, refusal)
+        new_id = assessment.get("assessment_id") or f"a-{uuid.uuid4().hex}"
+        if new_id in self.assessments:
+            return Reply(500, {"error_code": "INTERNAL_ERROR", "message": "constraint violation"})
+        self.assessments[new_id] = {**assessment, "assessment_id": new_id, "trace_id": trace_id}
+        return Reply(200, {"assessment": self.assessments[new_id]})
 
 
 class FakeLangfuse(FakeOtlpCollector):
     """Langfuse's OTLP endpoint ``/api/public/otel/v1/traces``: Basic pk:sk (else 401), JSON or
     protobuf, ``x-langfuse-ingestion-version`` above 4 refused (400); ``GET /api/public/projects``."""
+
+    receives_logs = False
 
     traces_path = "/api/public/otel/v1/traces"
     accept_json = True
@@ -375,11 +507,17 @@ class FakeLangfuse(FakeOtlpCollector):
 
 class FakeWeave(FakeOtlpCollector):
     """W&B Weave OTLP: protobuf only, Basic ``api:<key>``, project from the ``project_id`` header
-    (``entity/project``); ``POST /calls/query_stats`` for the check."""
+    (``entity/project``); ``POST /calls/query_stats`` for the check; ``POST /feedback/create``
+    (``FeedbackCreateReq``, strict) for feedback, kept by its ``id`` in ``feedback``."""
+
+    receives_logs = False
+
+    PAYLOAD_LIMIT = 1 << 20  # Weave refuses a feedback payload above its ClickHouse limit
 
     def __init__(self, *, api_key: str = "wandb-key", project_id: str = "team/proj", **kwargs: Any) -> None:
         super().__init__(required_headers={"authorization": basic_auth("api", api_key)}, **kwargs)
         self.project_id = project_id
+        self.feedback: dict[str, dict[str, Any]] = {}
 
     def traces_paths(self) -> tuple[str, ...]:
         return ("/otel/v1/traces", "/agents/otel/v1/traces")
@@ -396,7 +534,41 @@ class FakeWeave(FakeOtlpCollector):
             if request.json().get("project_id") != self.project_id:
                 return Reply(404, {"reason": "project not found"})
             return Reply(200, {"count": len(self.spans)})
+        if request.method == "POST" and request.path == "/feedback/create":
+            if not self.authorized(request):
+                return self.unauthorized(request)
+            return self.receive_feedback(request)
         return super().handle_other(request)
+
+    def receive_feedback(self, request: RecordedRequest) -> Reply:
+        """Weave's checks: the strict request model, a ``weave:///`` ref in the same project (a call
+        ref's id: an OTLP-ingested call is named by its 16-hex span id), the built-in types'
+        payloads (a reaction's one emoji, a note's 1–1024 characters), annotation/runnable types
+        only with their refs → ``FeedbackCreateRes``."""
+        try:
+            body = schemas.WeaveFeedbackCreate.model_validate(request.json())
+        except (ValueError, ValidationError) as exc:
+            return self.problem(request, f"invalid FeedbackCreateReq: {exc}", 422, {"detail": str(exc)})
+        problems = []
+        if body.project_id != self.project_id:
+            problems.append(f"project_id {body.project_id!r} is not {self.project_id!r}")
+        if not re.fullmatch(rf"weave:///{re.escape(self.project_id)}/call/[0-9a-f]{{16}}", body.weave_ref):
+            problems.append(f"weave_ref {body.weave_ref!r} is not a call ref of this project")
+        kind = body.feedback_type
+        if kind == "wandb.reaction.1" and set(body.payload) != {"emoji"}:
+            problems.append("a reaction's payload is {emoji}")
+        elif kind == "wandb.note.1" and not (set(body.payload) == {"note"} and 1 <= len(body.payload["note"]) <= 1024):
+            problems.append("a note's payload is {note} of 1-1024 characters")
+        elif kind.startswith(("wandb.annotation", "wandb.runnable")):
+            problems.append(f"{kind} needs an annotation/runnable ref")
+        if len(json.dumps(body.payload)) > self.PAYLOAD_LIMIT:
+            problems.append("Feedback payload too large")
+        if problems:
+            return self.problem(request, f"invalid feedback: {problems}", 400, {"reason": "; ".join(problems)})
+        feedback_id = body.id or str(uuid.uuid4())
+        created = self.feedback.get(feedback_id, {}).get("created_at") or time.strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.feedback[feedback_id] = {**body.model_dump(), "id": feedback_id, "created_at": created}
+        return Reply(200, {"id": feedback_id, "created_at": created, "wb_user_id": "VXNlcjox", "payload": body.payload})
 
 
 class FakeLangSmith(FakeServer):

@@ -190,6 +190,26 @@ class DatadogIntake(Strict):
     data: DatadogData
 
 
+# --- W&B Weave feedback -------------------------------------------------------------------------
+
+
+class WeaveFeedbackCreate(Strict):
+    """``FeedbackCreateReq`` (weave/trace_server/trace_server_interface.py, strict there too): the
+    fields a client may send to ``POST /feedback/create``."""
+
+    id: str | None = None
+    project_id: str
+    weave_ref: str
+    creator: str | None = None
+    feedback_type: str = Field(min_length=1)
+    payload: dict[str, Any]
+    annotation_ref: str | None = None
+    runnable_ref: str | None = None
+    call_ref: str | None = None
+    trigger_ref: str | None = None
+    wb_user_id: str | None = None
+
+
 # --- our webhook ---------------------------------------------------------------------------------
 
 

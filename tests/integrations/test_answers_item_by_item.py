@@ -35,14 +35,42 @@ def test_langfuse_partly_refusing_a_batch_refuses_only_the_spans_it_refuses_alon
     assert refused[1].permanent and "input too large" in refused[1].message
 
 
-def test_a_generic_collector_partly_refusing_a_batch_fails_it_whole(http) -> None:
+def test_a_generic_collector_partly_refusing_a_batch_takes_it_with_a_warning(http) -> None:
     from tests.fakes import FakeOtlpCollector
 
     with FakeOtlpCollector() as server:
         server.queue(partial(1, "span too large"))
-        with pytest.raises(ExportError, match="rejected 1 of 2 spans"):
-            make_exporter("otlp", {"endpoint": server.url}, http).export([make_record(), make_error_record()])
-    assert len(server.requests) == 1  # no re-send: a collector may store a span twice
+        exporter = make_exporter("otlp", {"endpoint": server.url}, http)
+        refused = exporter.export([make_record(), make_error_record()])
+        assert not refused
+        assert exporter.warning is not None
+        assert "rejected 1 of the 2 spans of this batch without saying which" in exporter.warning
+        assert exporter.warning.endswith(": span too large")
+        exporter.export([make_record()])
+        assert exporter.warning is None  # the next batch starts clean
+    assert len(server.requests) == 2  # no re-send: a collector may store a span twice
+
+
+def test_a_collector_rejecting_every_span_fails_the_batch_for_good_with_its_message(http) -> None:
+    from tests.fakes import FakeOtlpCollector
+
+    with FakeOtlpCollector() as server:
+        server.queue(partial(2, "tenant over its span limit"))
+        exporter = make_exporter("otlp", {"endpoint": server.url}, http)
+        with pytest.raises(ExportError, match="rejected 2 of 2 spans: tenant over its span limit") as caught:
+            exporter.export([make_record(), make_error_record()])
+    assert caught.value.permanent and exporter.warning is None
+    assert len(server.requests) == 1
+
+
+def test_a_json_partial_success_is_read_the_same_way(http) -> None:
+    from tests.fakes import FakeOtlpCollector
+
+    with FakeOtlpCollector() as server:
+        server.queue(Reply(200, {"partialSuccess": {"rejectedSpans": "1", "errorMessage": "bad attribute"}}))
+        exporter = make_exporter("otlp", {"endpoint": server.url}, http)
+        assert not exporter.export([make_record(), make_error_record()])
+    assert exporter.warning is not None and exporter.warning.endswith(": bad attribute")
 
 
 def test_langsmith_409_on_a_batch_is_resolved_run_by_run(http) -> None:

@@ -1,6 +1,8 @@
 """Scores in each destination's own terms, against the fakes that check the wire format: Langfuse
-scores (`POST /api/public/scores`) and LangSmith feedback (`POST /feedback`), on the ids the trace
-got there; the webhook's `score` event is tested end to end in tests/scores."""
+scores (`POST /api/public/scores`), LangSmith feedback (`POST /feedback`), Weave feedback
+(`POST /feedback/create`), MLflow assessments and OTLP log records, on the ids the trace got there;
+the webhook's `score` event is tested end to end in tests/scores, MLflow against a real server in
+test_mlflow_assessments.py."""
 
 from __future__ import annotations
 
@@ -9,10 +11,12 @@ from datetime import UTC, datetime
 import pytest
 
 from integrations.exporters import ids
-from tests.fakes import FakeDatadog, FakeLangfuse, FakeLangSmith, FakePhoenix
+from integrations.exporters.base import ExportError
+from tests.fakes import FakeDatadog, FakeLangfuse, FakeLangSmith, FakeMlflow, FakeOtlpCollector, FakePhoenix, FakeWeave
+from tests.fakes.server import Reply
 from traces.records import ScoreRecord
 
-from .conftest import make_exporter
+from .conftest import make_exporter, make_record
 
 
 def score(name: str, value, data_type: str, comment: str = "", score_id: str = "0193-a") -> ScoreRecord:
@@ -101,6 +105,114 @@ def test_phoenix_gets_span_annotations_on_the_span_it_received(http) -> None:
     assert by_name["helpfulness"]["result"] == {"score": 0.8, "explanation": "good"}
     assert by_name["thumbs"]["result"] == {"label": "false", "score": 0}
     assert by_name["topic"]["result"] == {"label": "billing"}
+
+
+def test_weave_gets_feedback_on_the_call_its_span_became(http) -> None:
+    named = [*SCORES, score("wandb.reaction.1", 1, "numeric", score_id="s4")]
+    with FakeWeave(api_key="wandb-key", project_id="team/proj") as server:
+        exporter = make_exporter("weave", {"apiKey": "wandb-key", "projectId": "team/proj", "host": server.url}, http)
+        exporter.export_scores(named)
+        exporter.export_scores(named[:1])  # a re-send: the same feedback id
+    assert server.problems == []
+    assert len(server.feedback) == 4
+    call_id = ids.otel_span_id(7, "trc_0190a1b2c3d4e5f6").hex()
+    assert {f["weave_ref"] for f in server.feedback.values()} == {f"weave:///team/proj/call/{call_id}"}
+    by_type = {f["feedback_type"]: f for f in server.feedback.values()}
+    assert by_type["helpfulness"]["payload"] == {
+        "value": 0.8,
+        "data_type": "numeric",
+        "source": "human",
+        "tracerelay_score_id": "s1",
+        "comment": "good",
+    }
+    assert by_type["thumbs"]["payload"]["value"] is False and "comment" not in by_type["thumbs"]["payload"]
+    assert by_type["topic"]["payload"]["value"] == "billing"
+    # A name in Weave's own namespace is not read as a Weave reaction.
+    assert "tracerelay.wandb.reaction.1" in by_type
+    assert by_type["helpfulness"]["creator"] == "tracerelay (human)"
+
+
+def test_weave_refusing_feedback_is_an_export_error_with_its_reason(http) -> None:
+    with FakeWeave() as server:
+        server.queue(Reply(400, {"reason": "Feedback payload too large"}))
+        exporter = make_exporter("weave", {"apiKey": "wandb-key", "projectId": "team/proj", "host": server.url}, http)
+        with pytest.raises(ExportError, match="payload too large") as caught:
+            exporter.export_scores(SCORES[:1])
+    assert caught.value.permanent
+
+
+def test_mlflow_gets_feedback_assessments_on_the_trace_and_span(http) -> None:
+    with FakeMlflow(experiments=("12",)) as server:
+        exporter = make_exporter("mlflow", {"host": server.url, "experimentId": "12"}, http)
+        exporter.export_scores(SCORES)
+        exporter.export_scores(SCORES)  # MLflow's 500 on a duplicate id, then a read: stored, delivered
+    assert server.problems == []
+    assert len(server.assessments) == 3
+    trace_id = "tr-" + ids.otel_trace_id(7, "trc_0190a1b2c3d4e5f6").hex()
+    by_name = {a["assessment_name"]: a for a in server.assessments.values()}
+    assert {a["trace_id"] for a in by_name.values()} == {trace_id}
+    assert {a["span_id"] for a in by_name.values()} == {ids.otel_span_id(7, "trc_0190a1b2c3d4e5f6").hex()}
+    assert by_name["helpfulness"]["feedback"] == {"value": 0.8}
+    assert by_name["helpfulness"]["rationale"] == "good"
+    assert by_name["helpfulness"]["source"] == {"source_type": "HUMAN", "source_id": "human"}
+    assert by_name["thumbs"]["feedback"] == {"value": False} and "rationale" not in by_name["thumbs"]
+    assert by_name["topic"]["metadata"]["tracerelay.data_type"] == "categorical"
+
+
+def test_otlp_gets_scores_as_log_records_on_the_span_it_received(http) -> None:
+    with FakeOtlpCollector() as server:
+        exporter = make_exporter("otlp", {"endpoint": f"{server.url}/v1/traces"}, http)
+        exporter.export([make_record()])
+        exporter.export_scores(SCORES)
+    assert server.problems == []
+    assert [r.path for r in server.requests] == ["/v1/traces", "/v1/logs"]
+    span = server.spans[0]
+    assert len(server.logs) == 3
+    assert {(log.trace_id, log.span_id) for log in server.logs} == {(span.trace_id, span.span_id)}
+    assert {log.event_name for log in server.logs} == {"tracerelay.score"}
+    assert {log.severity_text for log in server.logs} == {"INFO"}
+    by_name = {log.attributes["tracerelay.score.name"]: log.attributes for log in server.logs}
+    assert by_name["helpfulness"] == {
+        "tracerelay.score.id": "s1",
+        "tracerelay.score.name": "helpfulness",
+        "tracerelay.score.value": 0.8,
+        "tracerelay.score.data_type": "numeric",
+        "tracerelay.score.comment": "good",
+        "tracerelay.score.source": "human",
+        "tracerelay.trace_id": "trc_0190a1b2c3d4e5f6",
+    }
+    assert by_name["thumbs"]["tracerelay.score.value"] is False and "tracerelay.score.comment" not in by_name["thumbs"]
+    assert by_name["topic"]["tracerelay.score.value"] == "billing"
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "logs"),
+    [("/v1/traces", "/v1/logs"), ("", "/v1/logs"), ("/otel/v1/traces", "/otel/v1/logs"), ("/ingest", None)],
+)
+def test_the_otlp_logs_url_sits_beside_the_traces_url(http, endpoint, logs) -> None:
+    exporter = make_exporter("otlp", {"endpoint": f"http://127.0.0.1:4318{endpoint}"}, http)
+    assert exporter.logs_url() == (f"http://127.0.0.1:4318{logs}" if logs else None)
+
+
+def test_otlp_without_a_logs_url_refuses_scores_for_good(http) -> None:
+    exporter = make_exporter("otlp", {"endpoint": "http://127.0.0.1:9/ingest"}, http)
+    with pytest.raises(ExportError, match="logs URL is unknown") as caught:
+        exporter.export_scores(SCORES)
+    assert caught.value.permanent
+
+
+def test_otlp_log_records_rejected_by_the_collector_fail_with_its_message(http) -> None:
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+
+    answer = ExportLogsServiceResponse()
+    answer.partial_success.rejected_log_records = 2
+    answer.partial_success.error_message = "logs pipeline disabled"
+    with FakeOtlpCollector() as server:
+        server.queue(Reply(200, answer.SerializeToString(), {"Content-Type": "application/x-protobuf"}))
+        exporter = make_exporter("otlp", {"endpoint": server.url}, http)
+        with pytest.raises(ExportError, match="rejected 2 of 3 score log records: logs pipeline disabled") as caught:
+            exporter.export_scores(SCORES)
+    assert caught.value.permanent
 
 
 @pytest.mark.parametrize("platform", ["helicone"])
