@@ -35,7 +35,7 @@ TRACE_INPUTS = (  # (field, label, placeholder); status and environment are sele
     ("provider", "Provider", "from the model"),
     ("prompt_tokens", "Prompt tokens", "0"),
     ("completion_tokens", "Completion tokens", "0"),
-    ("cached_tokens", "Cached prompt tokens", "0"),
+    ("cached_tokens", "Cached tokens", "0"),
     ("cache_write_tokens", "Cache write tokens", "0"),
     ("reasoning_tokens", "Reasoning tokens", "0"),
     ("latency_ms", "Latency (ms)", "0"),
