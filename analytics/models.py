@@ -63,6 +63,10 @@ COUNTERS = (
     "cached_tokens",
     "cache_write_tokens",
     "reasoning_tokens",
+    "input_audio_tokens",
+    "input_image_tokens",
+    "output_audio_tokens",
+    "output_image_tokens",
 )
 DIMENSIONS = ("model", "provider", "status", "environment", "service_name")
 HISTOGRAMS = ("latency_keys", "latency_counts", "ttft_keys", "ttft_counts")
@@ -99,6 +103,10 @@ class RollupFields(models.Model):
     cached_tokens = models.BigIntegerField(default=0, db_default=0)
     cache_write_tokens = models.BigIntegerField(default=0, db_default=0)
     reasoning_tokens = models.BigIntegerField(default=0, db_default=0)
+    input_audio_tokens = models.BigIntegerField(default=0, db_default=0)
+    input_image_tokens = models.BigIntegerField(default=0, db_default=0)
+    output_audio_tokens = models.BigIntegerField(default=0, db_default=0)
+    output_image_tokens = models.BigIntegerField(default=0, db_default=0)
     # analytics.sketch histograms as parallel arrays: bucket keys ascending, and their counts.
     latency_keys = IntArrayField()
     latency_counts = IntArrayField()

@@ -163,6 +163,10 @@ _COUNTERS_SQL = [
     "coalesce(sum(cached_tokens), 0)::bigint",
     "coalesce(sum(cache_write_tokens), 0)::bigint",
     "coalesce(sum(reasoning_tokens), 0)::bigint",
+    "coalesce(sum(input_audio_tokens), 0)::bigint",
+    "coalesce(sum(input_image_tokens), 0)::bigint",
+    "coalesce(sum(output_audio_tokens), 0)::bigint",
+    "coalesce(sum(output_image_tokens), 0)::bigint",
 ]
 assert len(_COUNTERS_SQL) == len(COUNTERS)
 # Named as COUNTERS: a reader that starts its UNION ALL with the pending rows names its columns by them.

@@ -69,6 +69,10 @@ TRACE_COLUMNS = (
     "cached_tokens",
     "cache_write_tokens",
     "reasoning_tokens",
+    "input_audio_tokens",
+    "input_image_tokens",
+    "output_audio_tokens",
+    "output_image_tokens",
 )
 
 
@@ -90,7 +94,8 @@ def build_deltas(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     key_of = sketch.key_of
     zero = _ZERO
     for (team_id, timestamp, model, provider, status, environment, service_name, tags, prompt, completion, total,
-         cost, unpriced, usage_estimated, latency, ttft, cached, cache_write, reasoning) in rows:  # fmt: skip
+         cost, unpriced, usage_estimated, latency, ttft, cached, cache_write, reasoning, audio_in, image_in,
+         audio_out, image_out) in rows:  # fmt: skip
         minute = int(timestamp.timestamp()) // 60 * 60
         lkey = None if latency is None else key_of(latency)
         tkey = None if ttft is None else key_of(ttft)
@@ -100,7 +105,7 @@ def build_deltas(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         for key in keys:
             a = acc.get(key)
             if a is None:
-                a = acc[key] = [0, 0, 0, 0, 0, 0, 0, zero, 0, 0, 0, 0, 0, 0, {}, {}, 0, 0, 0]
+                a = acc[key] = [0, 0, 0, 0, 0, 0, 0, zero, 0, 0, 0, 0, 0, 0, {}, {}, 0, 0, 0, 0, 0, 0, 0]
             a[0] += 1
             if status == "success":
                 a[1] += 1
@@ -114,6 +119,10 @@ def build_deltas(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
             a[16] += cached
             a[17] += cache_write
             a[18] += reasoning
+            a[19] += audio_in
+            a[20] += image_in
+            a[21] += audio_out
+            a[22] += image_out
             if cost is not None:
                 a[7] += cost
             a[8] += unpriced
@@ -129,7 +138,7 @@ def build_deltas(rows: Iterable[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     out = []
     dims_kind, tag_kind = Kind.DIMS.value, Kind.TAG.value
     for key, a in acc.items():
-        counters = (*a[:7], cost_units(a[7]), *a[8:14], *a[16:19])
+        counters = (*a[:7], cost_units(a[7]), *a[8:14], *a[16:23])
         hists = (*sketch.arrays(a[14]), *sketch.arrays(a[15]))
         if len(key) == 3:
             out.append((key[0], key[1], tag_kind, *_BLANK_DIMS, key[2], *counters, *hists))

@@ -35,6 +35,10 @@ ADD_TRACE_FIELDS = (
     "cached_tokens",
     "cache_write_tokens",
     "reasoning_tokens",
+    "input_audio_tokens",
+    "input_image_tokens",
+    "output_audio_tokens",
+    "output_image_tokens",
 )
 
 
@@ -57,6 +61,10 @@ class Stats:
     cached_tokens: int
     cache_write_tokens: int
     reasoning_tokens: int
+    input_audio_tokens: int
+    input_image_tokens: int
+    output_audio_tokens: int
+    output_image_tokens: int
 
     def __init__(self) -> None:
         # (Spelled out, as in add_counters and merge: a read makes and adds up thousands of these.)
@@ -65,6 +73,7 @@ class Stats:
         self.unpriced = self.estimated_usage = 0
         self.latency_count = self.latency_sum = self.ttft_count = self.ttft_sum = 0
         self.cached_tokens = self.cache_write_tokens = self.reasoning_tokens = 0
+        self.input_audio_tokens = self.input_image_tokens = self.output_audio_tokens = self.output_image_tokens = 0
         self.latency: dict[int, int] = {}
         # A series point's latency quantiles (p50, p95), worked out by `analytics.merged.read` from
         # the one stored row the point is; None: from ``latency``.
@@ -86,6 +95,10 @@ class Stats:
         cached_tokens: int = 0,
         cache_write_tokens: int = 0,
         reasoning_tokens: int = 0,
+        input_audio_tokens: int = 0,
+        input_image_tokens: int = 0,
+        output_audio_tokens: int = 0,
+        output_image_tokens: int = 0,
     ) -> None:
         self.count += 1
         if status == "success":
@@ -100,6 +113,10 @@ class Stats:
         self.cached_tokens += cached_tokens
         self.cache_write_tokens += cache_write_tokens
         self.reasoning_tokens += reasoning_tokens
+        self.input_audio_tokens += input_audio_tokens
+        self.input_image_tokens += input_image_tokens
+        self.output_audio_tokens += output_audio_tokens
+        self.output_image_tokens += output_image_tokens
         if cost is not None:
             self.cost_e10 += cost_units(cost)
         if unpriced:
@@ -126,7 +143,8 @@ class Stats:
     def add_counters(self, counters: Iterable[Any], sign: int = 1) -> None:
         """COUNTERS' values in order (ints, or what int() takes), times ``sign``."""
         (count, success, errors, rate_limited, prompt, completion, total, cost, unpriced, estimated,
-         latency_count, latency_sum, ttft_count, ttft_sum, cached, cache_write, reasoning) = (
+         latency_count, latency_sum, ttft_count, ttft_sum, cached, cache_write, reasoning, audio_in, image_in,
+         audio_out, image_out) = (
             map(int, counters) if sign == 1 else (sign * int(v) for v in counters))  # fmt: skip
         self.count += count
         self.success += success
@@ -145,12 +163,17 @@ class Stats:
         self.cached_tokens += cached
         self.cache_write_tokens += cache_write
         self.reasoning_tokens += reasoning
+        self.input_audio_tokens += audio_in
+        self.input_image_tokens += image_in
+        self.output_audio_tokens += audio_out
+        self.output_image_tokens += image_out
 
     def counters(self) -> tuple[int, ...]:
         return (self.count, self.success, self.errors, self.rate_limited, self.prompt_tokens, self.completion_tokens,
                 self.total_tokens, self.cost_e10, self.unpriced, self.estimated_usage, self.latency_count,
                 self.latency_sum, self.ttft_count, self.ttft_sum, self.cached_tokens, self.cache_write_tokens,
-                self.reasoning_tokens)  # fmt: skip
+                self.reasoning_tokens, self.input_audio_tokens, self.input_image_tokens, self.output_audio_tokens,
+                self.output_image_tokens)  # fmt: skip
 
     def merge(self, other: Stats, *, histograms: bool = True) -> None:
         self.add_counters(other.counters())
@@ -183,6 +206,10 @@ class Stats:
             "cached_tokens": self.cached_tokens,
             "cache_write_tokens": self.cache_write_tokens,
             "reasoning_tokens": self.reasoning_tokens,
+            "input_audio_tokens": self.input_audio_tokens,
+            "input_image_tokens": self.input_image_tokens,
+            "output_audio_tokens": self.output_audio_tokens,
+            "output_image_tokens": self.output_image_tokens,
             "cost": float(self.cost),
             "unpriced": self.unpriced,
             "estimated_usage": self.estimated_usage,

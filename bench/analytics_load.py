@@ -24,8 +24,6 @@ from typing import Any
 
 from _benchdb import drop_indexes, rebuild_indexes
 
-from traces.usage import DETAIL_FIELDS
-
 # model, provider, share, $/Mtok in, $/Mtok out (None: unpriced), latency lognormal mu
 MODELS = [
     ("gpt-4o-mini", "openai", 35, 0.15, 0.6, 6.6),
@@ -164,6 +162,10 @@ def copy_traces(cursor: Any, rows: list[Row]) -> None:
 
 # ---- rollups, built in SQL -------------------------------------------------------------------
 GROUP = ("team_id", "bucket", "kind", "model", "provider", "status", "environment", "service_name", "key")
+# The usage parts (traces.usage.DETAIL_FIELDS, spelled out: the project is on sys.path only once
+# the database is set up), summed like the token counts.
+USAGE_PARTS = ("cached_tokens", "cache_write_tokens", "reasoning_tokens", "input_audio_tokens", "input_image_tokens")
+USAGE_PARTS += ("output_audio_tokens", "output_image_tokens")
 # COUNTERS from trace columns (trace_status: the trace's own status; `status` is the group's)
 FROM_TRACES = {
     "count": "count(*)",
@@ -180,14 +182,14 @@ FROM_TRACES = {
     "latency_sum": "coalesce(sum(latency_ms), 0)",
     "ttft_count": "count(time_to_first_token_ms)",
     "ttft_sum": "coalesce(sum(time_to_first_token_ms), 0)",
-    # and the usage parts (traces.usage: those the rollups count), each a plain sum
-    **{part: f"sum({part})" for part in DETAIL_FIELDS},
+    **{part: f"sum({part})" for part in USAGE_PARTS},
 }
 _KEY = "CASE WHEN {v} IS NULL THEN NULL WHEN {v} <= 0 THEN -1 ELSE ceil(ln({v}::float8) / ln(1.02::float8))::int END"
 TRACE_FIGURES = (
     "t.status AS trace_status, prompt_tokens, completion_tokens, total_tokens, cost, unpriced, usage_estimated, "
+    f"{', '.join(USAGE_PARTS)}, "
     f"latency_ms, time_to_first_token_ms, {_KEY.format(v='latency_ms')} AS lk, "
-    f"{_KEY.format(v='time_to_first_token_ms')} AS tk, {', '.join(DETAIL_FIELDS)}"
+    f"{_KEY.format(v='time_to_first_token_ms')} AS tk"
 )
 DIMS_SLICE = "0 AS kind, model, provider, t.status, environment, service_name, ''::varchar AS key"
 TAG_SLICE = "2 AS kind, '' AS model, '' AS provider, '' AS status, '' AS environment, '' AS service_name, tag AS key"

@@ -139,7 +139,7 @@ def _widget_form(request: DashboardRequest, dashboard: Dashboard, index: int | N
             try:
                 widget = check_widget(form.widget_data())
             except BoardError as exc:
-                form.add_widget_errors(exc.errors)
+                form.add_api_errors(exc.errors)
             else:
                 if index is None:
                     widgets.append(widget)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
 
 from django import forms
 
 from analytics.slices import GROUP_BY
+from traces.views.saved_filter import FILTER_FIELDS as COMMON_FILTER_FIELDS
+from traces.views.saved_filter import SavedFilterForm, checkboxes_field, saved_filter_initial
+from traces.views.saved_filter import text_field as _text
 
 from .definition import Definition
 
@@ -20,9 +22,8 @@ INTERVAL_CHOICES = [
     ("hour", "Hour"),
     ("day", "Day"),
 ]
-STATUS_CHOICES = [("success", "Success"), ("error", "Failed"), ("rate_limited", "Rate limited")]
 FORMAT_CHOICES = [("csv", "CSV (spreadsheets)"), ("pdf", "PDF (people)")]
-FILTER_FIELDS = ("model", "provider", "environment", "tag", "user_id")  # the rest go in other_filters
+FILTER_FIELDS = (*COMMON_FILTER_FIELDS, "user_id")  # the rest go in other_filters
 # A schedule is chosen as daily, weekly or monthly at a time (UTC); "custom" takes any crontab. All are
 # stored as the report's crontab (django-celery-beat's CrontabSchedule underneath).
 SCHEDULE_CHOICES = [
@@ -71,12 +72,9 @@ def schedule_fields(schedule: str) -> dict[str, str]:
     return {"schedule_kind": "custom", "schedule": schedule}
 
 
-def _text(label: str, placeholder: str = "", help_text: str = "") -> forms.CharField:
-    attrs = {"placeholder": placeholder} if placeholder else {}
-    return forms.CharField(label=label, required=False, widget=forms.TextInput(attrs=attrs), help_text=help_text)
+class ReportForm(SavedFilterForm):
+    filter_fields = FILTER_FIELDS
 
-
-class ReportForm(forms.Form):
     name = forms.CharField(
         label="Name", max_length=200, widget=forms.TextInput(attrs={"placeholder": "Weekly cost by model"})
     )
@@ -87,28 +85,8 @@ class ReportForm(forms.Form):
         label="Group by", required=False, choices=[("", "Nothing (totals only)"), *((g, g.title()) for g in GROUP_BY)]
     )
     interval = forms.ChoiceField(label="Interval", required=False, choices=INTERVAL_CHOICES)
-    model = _text("Model", "gpt-4o or gpt-4*")
-    provider = _text("Provider", "openai")
-    environment = _text("Environment", "production")
-    tag = _text("Tag")
     user_id = _text("User")
-    status = forms.MultipleChoiceField(
-        label="Status",
-        required=False,
-        choices=STATUS_CHOICES,
-        widget=forms.CheckboxSelectMultiple,
-        help_text="None: all.",
-    )
-    other_filters = _text(
-        "Other filters", "cost_min=0.01&metadata.customer=acme", "Any other trace feed filter, as a query string."
-    )
-    formats = forms.MultipleChoiceField(
-        label="Formats",
-        required=False,
-        choices=FORMAT_CHOICES,
-        widget=forms.CheckboxSelectMultiple,
-        initial=["csv", "pdf"],
-    )
+    formats = checkboxes_field("Formats", FORMAT_CHOICES, initial=["csv", "pdf"])
     recipients = forms.CharField(
         label="Email to",
         required=False,
@@ -166,17 +144,11 @@ class ReportForm(forms.Form):
     def definition_data(self) -> dict[str, Any]:
         """What the form says, in the API's shape (for parse_definition)."""
         d = self.cleaned_data
-        filters: dict[str, Any] = dict(parse_qsl(d.get("other_filters") or "", keep_blank_values=False))
-        for name in FILTER_FIELDS:
-            if d.get(name):
-                filters[name] = d[name].strip()
-        if d.get("status"):
-            filters["status"] = ",".join(d["status"])
         fixed = d.get("time_range") == "fixed"
         recipients = [a.strip() for a in (d.get("recipients") or "").replace("\n", ",").split(",") if a.strip()]
         return {
             "name": d.get("name", ""),
-            "filters": filters,
+            "filters": self.filters_data(),
             "group_by": d.get("group_by") or None,
             "interval": d.get("interval") or None,
             "time_range": None if fixed else d.get("time_range"),
@@ -188,21 +160,10 @@ class ReportForm(forms.Form):
             "skip_empty_groups": bool(d.get("skip_empty_groups")),
         }
 
-    def add_definition_errors(self, errors: dict[str, list[str]]) -> None:
-        for key, messages in errors.items():
-            field: str | None = key
-            if key.startswith("filters."):
-                name = key.split(".", 1)[1]
-                field = name if name in FILTER_FIELDS or name == "status" else "other_filters"
-                messages = [m if field != "other_filters" else f"{name}: {m}" for m in messages]
-            elif key == "filters":
-                field = "other_filters"
-            if key == "schedule" and self.cleaned_data.get("schedule_kind") != "custom":
-                field = "schedule_time"
-            if field not in self.fields:
-                field = None
-            for message in messages:
-                self.add_error(field, message)
+    def error_field(self, key: str) -> str | None:
+        if key == "schedule" and self.cleaned_data.get("schedule_kind") != "custom":
+            return "schedule_time"
+        return key
 
 
 def _chosen_schedule(d: dict[str, Any]) -> str | None:
@@ -213,20 +174,15 @@ def _chosen_schedule(d: dict[str, Any]) -> str | None:
 
 
 def initial_for(d: Definition) -> dict[str, Any]:
-    filters = dict(d.filters)
-    initial: dict[str, Any] = {name: filters.pop(name, "") for name in FILTER_FIELDS}
-    status = filters.pop("status", "")
     fixed = d.since is not None
     return {
-        **initial,
+        **saved_filter_initial(d.filters, FILTER_FIELDS),
         "name": d.name,
         "time_range": "fixed" if fixed else (d.time_range or "7d"),
         "since": d.since.isoformat() if d.since else "",
         "until": d.until.isoformat() if d.until else "",
         "group_by": d.group_by,
         "interval": d.interval,
-        "status": [s for s in status.split(",") if s],
-        "other_filters": urlencode(filters),
         "formats": list(d.formats),
         "recipients": ", ".join(d.recipients),
         **schedule_fields(d.schedule),

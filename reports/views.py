@@ -44,7 +44,7 @@ def report_new(request: DashboardRequest) -> HttpResponse:
         try:
             definition = parse_definition(form.definition_data())
         except DefinitionError as exc:
-            form.add_definition_errors(exc.errors)
+            form.add_api_errors(exc.errors)
         else:
             report = services.report_create(
                 team_id=request.team.pk, definition=definition, actor=request_actor(request), user=request.user
@@ -62,7 +62,7 @@ def report_edit(request: DashboardRequest, report_id: int) -> HttpResponse:
         try:
             definition = parse_definition(form.definition_data())
         except DefinitionError as exc:
-            form.add_definition_errors(exc.errors)
+            form.add_api_errors(exc.errors)
         else:
             services.report_update(report=report, definition=definition, actor=request_actor(request))
             messages.success(request, f"Report “{report.name}” saved.")

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
+from traces.usage import DETAIL_FIELDS
+
 from .conditions import BOOLEAN_VARIABLES, NUMERIC_VARIABLES, STRING_VARIABLES
 
 STRING_FIELDS = (
@@ -33,7 +35,8 @@ STRING_FIELDS = (
     "run_id",
     "parent_id",
 )
-NUMBER_FIELDS = ("cost", "latency_ms", "total_tokens", "prompt_tokens", "completion_tokens", "time_to_first_token_ms")
+NUMBER_FIELDS: tuple[str, ...] = ("cost", "latency_ms", "total_tokens", "prompt_tokens", "completion_tokens")
+NUMBER_FIELDS += (*DETAIL_FIELDS, "time_to_first_token_ms")
 BOOLEAN_FIELDS = ("error", "unpriced", "usage_estimated")
 FIELDS = (*STRING_FIELDS, *NUMBER_FIELDS, *BOOLEAN_FIELDS, "tags", "metadata")
 assert set(STRING_FIELDS) <= STRING_VARIABLES and set(NUMBER_FIELDS) == NUMERIC_VARIABLES

@@ -82,6 +82,14 @@ class TraceRecord:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
+            # The parts of the prompt and of the completion (`traces.usage.DETAIL_FIELDS`); 0 when not reported.
+            "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "input_audio_tokens": self.input_audio_tokens,
+            "input_image_tokens": self.input_image_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+            "output_audio_tokens": self.output_audio_tokens,
+            "output_image_tokens": self.output_image_tokens,
             "latency_ms": self.latency_ms if self.latency_ms is not None else 0,
             "time_to_first_token_ms": self.time_to_first_token_ms or 0,
             # An unpriced trace's cost is unknown, not 0: conditions comparing it do not match.

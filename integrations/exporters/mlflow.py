@@ -80,13 +80,28 @@ def mlflow_assessment(score: ScoreRecord, destination: str) -> dict[str, Any]:
     return {"assessment": assessment}
 
 
+def token_usage(call: Call) -> dict[str, int]:
+    """MLflow's ``mlflow.chat.tokenUsage`` (`mlflow.tracing.constant.TokenUsageKey`), given rather than
+    left to MLflow's translation of the GenAI attributes: that one needs both input and output tokens
+    (an embedding has none out), and older servers leave the cache counts out."""
+    r = call.record
+    usage = {"input_tokens": r.prompt_tokens, "output_tokens": r.completion_tokens, "total_tokens": r.total_tokens}
+    if r.cached_tokens:
+        usage["cache_read_input_tokens"] = r.cached_tokens
+    if r.cache_write_tokens:
+        usage["cache_creation_input_tokens"] = r.cache_write_tokens
+    return usage
+
+
 def mlflow_attributes(call: Call) -> dict[str, Any]:
     """The span type MLflow draws (JSON-encoded, as MLflow stores its span attributes) and, for a
     structural span, its inputs and outputs (a call's come from the GenAI messages)."""
     r = call.record
     kind = "embedding" if call.is_call and call.operation == "embeddings" else r.kind
     attrs: dict[str, Any] = {"mlflow.spanType": to_json(SPAN_TYPES.get(kind, "UNKNOWN"))}
-    if not call.is_call:
+    if call.is_call:
+        attrs["mlflow.chat.tokenUsage"] = to_json(token_usage(call))
+    else:
         if r.input is not None:
             attrs["mlflow.spanInputs"] = to_json(r.input)
         if r.output is not None:

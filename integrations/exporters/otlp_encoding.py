@@ -125,6 +125,20 @@ def _finish_reason(reason: str, call: Call) -> str:
     return "error" if call.record.is_error else "stop"
 
 
+# Our token parts → the GenAI semantic conventions' usage attributes: cache reads and writes
+# (semantic-conventions#3163), reasoning (#3383), and the per-modality breakdown of
+# semantic-conventions-genai (`gen_ai.usage.{audio,image}.{input,output}_tokens`).
+GENAI_USAGE_PARTS = {
+    "cached_tokens": "gen_ai.usage.cache_read.input_tokens",
+    "cache_write_tokens": "gen_ai.usage.cache_creation.input_tokens",
+    "input_audio_tokens": "gen_ai.usage.audio.input_tokens",
+    "input_image_tokens": "gen_ai.usage.image.input_tokens",
+    "reasoning_tokens": "gen_ai.usage.reasoning.output_tokens",
+    "output_audio_tokens": "gen_ai.usage.audio.output_tokens",
+    "output_image_tokens": "gen_ai.usage.image.output_tokens",
+}
+
+
 def genai_attributes(call: Call) -> Attributes:
     """The OpenTelemetry GenAI semantic-convention attributes of one inference span."""
     r = call.record
@@ -138,11 +152,11 @@ def genai_attributes(call: Call) -> Attributes:
         "gen_ai.usage.input_tokens": r.prompt_tokens,
         "gen_ai.usage.output_tokens": r.completion_tokens,
     }
-    # The semantic conventions' cache attributes (parts of input_tokens), when reported.
-    if r.cached_tokens:
-        attrs["gen_ai.usage.cache_read.input_tokens"] = r.cached_tokens
-    if r.cache_write_tokens:
-        attrs["gen_ai.usage.cache_creation.input_tokens"] = r.cache_write_tokens
+    # The semantic conventions' usage breakdown (parts of input_tokens / output_tokens), when reported.
+    for name, key in GENAI_USAGE_PARTS.items():
+        value = getattr(r, name)
+        if value:
+            attrs[key] = value
     for key in ("temperature", "top_p", "top_k", "frequency_penalty", "presence_penalty", "seed"):
         value = call.parameters.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -111,6 +111,8 @@ class WeaveExporter(OtlpExporter):
         attrs = {**super().span_attributes(call), "wandb.display_name": call.name}
         if not call.is_call:  # Weave reads OpenInference kinds for the calls it nests
             attrs["openinference.span.kind"] = OPENINFERENCE_KINDS.get(r.kind, "UNKNOWN")
+        if r.reasoning_tokens:  # the name Weave's GenAI extraction reads its reasoning tokens from
+            attrs["gen_ai.usage.reasoning_tokens"] = r.reasoning_tokens
         if r.session_id:
             attrs["wandb.thread_id"] = r.session_id
             attrs["wandb.is_turn"] = not r.parent_id  # a thread's turn is a run's root

@@ -100,10 +100,15 @@ def _summary_rows(totals: dict[str, Any], latency: dict[str, Any]) -> list[list[
         ["Rate limited", f"{totals['rate_limited']:,}", "Completion tokens", f"{totals['completion_tokens']:,}"],
         ["Error rate", f"{totals['error_rate'] * 100:.2f}%", "Total tokens", f"{totals['total_tokens']:,}"],
         ["Cached tokens", f"{totals['cached_tokens']:,}", "Cache-write tokens", f"{totals['cache_write_tokens']:,}"],
-        ["Reasoning tokens", f"{totals['reasoning_tokens']:,}", "", ""],
+        ["Reasoning tokens", f"{totals['reasoning_tokens']:,}", "Audio tokens (in / out)", _pair(totals, "audio")],
+        ["Image tokens (in / out)", _pair(totals, "image"), "", ""],
         ["Latency p50", _ms(latency["p50"]), "Latency p95", _ms(latency["p95"])],
         ["Latency p99", _ms(latency["p99"]), "Unpriced traces", f"{totals['unpriced']:,}"],
     ]
+
+
+def _pair(totals: dict[str, Any], medium: str) -> str:
+    return f"{totals[f'input_{medium}_tokens']:,} / {totals[f'output_{medium}_tokens']:,}"
 
 
 def _groups_table(groups: list[dict[str, Any]], label: str) -> Table | Paragraph:

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from traces.records import TraceRecord
+from traces.usage import DETAIL_FIELDS
 
 if TYPE_CHECKING:
     import cel
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 VARIABLES: frozenset[str] = frozenset(TraceRecord(trace_id="", team_id=0, model="").condition_context())
 NUMERIC_VARIABLES = frozenset(
     {"cost", "latency_ms", "total_tokens", "prompt_tokens", "completion_tokens", "time_to_first_token_ms"}
+    | set(DETAIL_FIELDS)
 )
 STRING_VARIABLES = frozenset(
     {"model", "provider", "status", "environment", "error_type", "error_message", "service_name", "session_id"}

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from traces.records import TraceRecord
+from traces.usage import DETAIL_FIELDS
 
 from .base import VARIABLES, Bindings, Condition, ConditionError, cel_variables, missing_cost_reason, to_cel
 
@@ -270,6 +271,7 @@ _PROBE_CONTEXT: dict[str, Any] = {
     "prompt_tokens": 1,
     "completion_tokens": 1,
     "time_to_first_token_ms": 1,
+    **dict.fromkeys(DETAIL_FIELDS, 1),
     "cost": 1.0,
 }
 

@@ -25,13 +25,19 @@ RECENT_CHOICES = (10, 25, 50)
 STATUSES = (("success", "Success"), ("error", "Failed"), ("rate_limited", "Rate limited"))
 ENVIRONMENTS = ("production", "development", "ci")
 TRACE_FIELDS: tuple[str, ...] = ("id", "model", "provider", "status", "environment", "prompt_tokens")
-TRACE_FIELDS += ("completion_tokens", "latency_ms", "tags", "metadata")
-INTEGER_FIELDS = ("prompt_tokens", "completion_tokens", "latency_ms")
+TRACE_FIELDS += ("completion_tokens", "cached_tokens", "cache_write_tokens", "reasoning_tokens")
+TRACE_FIELDS += ("latency_ms", "tags", "metadata")
+INTEGER_FIELDS: tuple[str, ...] = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_write_tokens")
+INTEGER_FIELDS += ("reasoning_tokens",)
+INTEGER_FIELDS += ("latency_ms",)
 TRACE_INPUTS = (  # (field, label, placeholder); status and environment are selects
     ("model", "Model", "gpt-4o"),
     ("provider", "Provider", "from the model"),
     ("prompt_tokens", "Prompt tokens", "0"),
     ("completion_tokens", "Completion tokens", "0"),
+    ("cached_tokens", "Cached tokens", "0"),
+    ("cache_write_tokens", "Cache write tokens", "0"),
+    ("reasoning_tokens", "Reasoning tokens", "0"),
     ("latency_ms", "Latency (ms)", "0"),
     ("tags", "Tags", "beta, eu"),
     ("id", "Trace id", "a new one"),

@@ -15,6 +15,7 @@ from django.db import transaction
 from config.bulk import build_row, insert_rows
 from traces.ids import new_trace_id
 from traces.models import Trace
+from traces.usage import DETAIL_FIELDS
 
 MODELS = [
     ("gpt-4o", "openai"),
@@ -54,6 +55,10 @@ def make_traces(team_id: int, *, n: int, start: datetime, span: timedelta, seed:
                     "cached_tokens": prompt // 3 if prompt % 2 else 0,
                     "cache_write_tokens": prompt // 10 if prompt % 5 == 0 else 0,
                     "reasoning_tokens": completion // 4,
+                    "input_audio_tokens": prompt // 7 if prompt % 3 == 0 else 0,
+                    "input_image_tokens": prompt // 5 if prompt % 7 == 0 else 0,
+                    "output_audio_tokens": completion // 6 if completion % 2 else 0,
+                    "output_image_tokens": completion // 9 if completion % 4 == 0 else 0,
                     "latency_ms": latency,
                     "time_to_first_token_ms": ttft,
                     "timestamp": when,
@@ -96,6 +101,10 @@ class Expected:
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    input_audio_tokens: int = 0
+    input_image_tokens: int = 0
+    output_audio_tokens: int = 0
+    output_image_tokens: int = 0
     cost: Decimal = Decimal(0)
     unpriced: int = 0
     estimated_usage: int = 0
@@ -115,6 +124,10 @@ class Expected:
         self.cached_tokens += t.cached_tokens
         self.cache_write_tokens += t.cache_write_tokens
         self.reasoning_tokens += t.reasoning_tokens
+        self.input_audio_tokens += t.input_audio_tokens
+        self.input_image_tokens += t.input_image_tokens
+        self.output_audio_tokens += t.output_audio_tokens
+        self.output_image_tokens += t.output_image_tokens
         if t.cost is not None:
             self.cost += t.cost
         self.unpriced += t.unpriced
@@ -145,7 +158,7 @@ def exact_quantile(values: list[int], q: float) -> float | None:
 
 def assert_totals(got: dict[str, Any], want: Expected) -> None:
     for name in ("count", "success", "errors", "rate_limited", "prompt_tokens", "completion_tokens", "total_tokens",
-                 "cached_tokens", "cache_write_tokens", "reasoning_tokens"):  # fmt: skip
+                 *DETAIL_FIELDS):  # fmt: skip
         assert got[name] == getattr(want, name), name
     assert got["unpriced"] == want.unpriced
     assert got["estimated_usage"] == want.estimated_usage

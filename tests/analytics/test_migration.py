@@ -9,7 +9,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 BEFORE = [("analytics", "0001_initial")]
 AFTER = [("analytics", "0002_histogram_arrays")]
-LATEST = "0006_rollup_usage_parts"
+LATEST = "0007_rollup_media_tokens"
 
 
 def _migrate(targets):

@@ -124,3 +124,20 @@ def test_recent_traces_are_one_table_row_each(as_role, team, rules):
     assert text.count('<tr class="test-result"') == 25 and text.count("trial-table") == 1
     assert text.count("Would send to <strong>lf-prod</strong>") == 25
     assert "How each rule fared" not in text  # per rule only for one typed trace
+
+
+def test_the_form_takes_the_token_parts(as_role, team):
+    IntegrationFactory(team=team, name="cache-hook", platform="webhook")
+    rule = {"name": "mostly cached", "condition": "cached_tokens * 2 > prompt_tokens", "destinations": ["cache-hook"]}
+    edits.rule_save(team_id=team.pk, rule=rule, rule_id=None, version=0, actor="test")
+    page = as_role("member").get("/routing/test").content.decode()
+    for name in ("cached_tokens", "cache_write_tokens", "reasoning_tokens"):
+        assert f'name="{name}"' in page
+    cached = as_role("member").post("/routing/test", {**TYPED, "status": "success", "cached_tokens": "1000"})
+    assert "Would send to <strong>cache-hook</strong>" in cached.content.decode()
+    plain = as_role("member").post("/routing/test", {**TYPED, "status": "success", "cached_tokens": "100"})
+    assert "Would go nowhere" in plain.content.decode()
+    for bad, field in [({"cached_tokens": "5000"}, "cached_tokens"), ({"reasoning_tokens": "x"}, "reasoning_tokens")]:
+        refused = as_role("member").post("/routing/test", {**TYPED, **bad})
+        assert refused.status_code == 400
+        assert f'id="trace-{field}_error"' in refused.content.decode()

@@ -92,3 +92,28 @@ def test_a_question_the_analytics_cannot_answer_is_the_widgets_error(team, calls
     a = answer(team, metric="count", chart="number", filters={"cost_min": 0.1})
     assert "raw-scan limit" in a.error
     assert a.value is None
+
+
+def test_the_token_parts_are_widget_figures(api, team):
+    base = timezone.now().replace(minute=0, second=30, microsecond=0) - timedelta(hours=2)
+    TraceFactory(
+        team=team,
+        timestamp=base,
+        model="gpt-4o",
+        prompt_tokens=1000,
+        cached_tokens=800,
+        input_image_tokens=100,
+        completion_tokens=300,
+        reasoning_tokens=200,
+        output_audio_tokens=50,
+    )
+    TraceFactory(team=team, timestamp=base + timedelta(hours=1), model="gpt-4o", prompt_tokens=10,
+                 input_audio_tokens=4, completion_tokens=5)  # fmt: skip
+    want = {"cached_tokens": 800, "input_image_tokens": 100, "input_audio_tokens": 4, "reasoning_tokens": 200,
+            "output_audio_tokens": 50, "output_image_tokens": 0, "cache_write_tokens": 0}  # fmt: skip
+    totals = analytics(api, time_range="24h")["totals"]
+    for metric, value in want.items():
+        a = answer(team, metric=metric, chart="number")
+        assert not a.error and a.value == totals[metric] == value, metric
+    line = answer(team, metric="input_audio_tokens", chart="line", interval="hour", time_range="24h")
+    assert sum(v or 0 for _t, v in line.points) == 4

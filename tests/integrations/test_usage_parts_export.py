@@ -10,8 +10,10 @@ from tests.fakes import (
     FakeHelicone,
     FakeLangfuse,
     FakeLangSmith,
+    FakeMlflow,
     FakeOtlpCollector,
     FakePhoenix,
+    FakeWeave,
     FakeWebhookReceiver,
 )
 
@@ -60,14 +62,51 @@ def test_phoenix_gets_openinference_token_count_details(http) -> None:
     assert "llm.token_count.completion_details.audio" not in a  # none reported: none sent
 
 
-def test_an_otlp_collector_gets_the_semantic_conventions_cache_attributes(http) -> None:
+def test_an_otlp_collector_gets_the_semantic_conventions_usage_breakdown(http) -> None:
+    media = {**PARTS, "input_image_tokens": 40, "output_audio_tokens": 30, "output_image_tokens": 20}
     with FakeOtlpCollector() as server:
-        make_exporter("otlp", {"endpoint": server.url}, http).export([make_record(**PARTS)])
+        records = [make_record(**media), make_record(trace_id="trc_plain")]
+        make_exporter("otlp", {"endpoint": server.url}, http).export(records)
     assert server.problems == []
     a = server.spans[0].attributes
     assert a["gen_ai.usage.input_tokens"] == 1000
     assert a["gen_ai.usage.cache_read.input_tokens"] == 800
     assert a["gen_ai.usage.cache_creation.input_tokens"] == 100
+    assert a["gen_ai.usage.reasoning.output_tokens"] == 200
+    assert (a["gen_ai.usage.audio.input_tokens"], a["gen_ai.usage.image.input_tokens"]) == (50, 40)
+    assert (a["gen_ai.usage.audio.output_tokens"], a["gen_ai.usage.image.output_tokens"]) == (30, 20)
+    plain = server.spans[1].attributes
+    assert not [k for k in plain if k.startswith("gen_ai.usage.") and k.count(".") > 2]  # none reported: none sent
+
+
+def test_mlflow_gets_its_token_usage_with_the_cache_counts(http) -> None:
+    embedding = make_record(model="text-embedding-3-small", input={"input": "hi"}, output=None, completion_tokens=0,
+                            prompt_tokens=5, total_tokens=5, trace_id="trc_embed")  # fmt: skip
+    with FakeMlflow(experiments=("3",)) as server:
+        config = {"host": server.url, "experimentId": "3"}
+        make_exporter("mlflow", config, http).export([make_record(**PARTS), embedding])
+    assert server.problems == []
+    call, embed = (json.loads(s.attributes["mlflow.chat.tokenUsage"]) for s in server.spans)
+    assert call == {
+        "input_tokens": 1000,
+        "output_tokens": 300,
+        "total_tokens": 1300,
+        "cache_read_input_tokens": 800,
+        "cache_creation_input_tokens": 100,
+    }
+    assert embed == {"input_tokens": 5, "output_tokens": 0, "total_tokens": 5}  # MLflow's own translation skips it
+    assert server.spans[0].attributes["gen_ai.usage.cache_read.input_tokens"] == 800  # and the semconv, as any OTLP
+
+
+def test_weave_gets_the_reasoning_tokens_where_it_reads_them(http) -> None:
+    with FakeWeave(api_key="wb-key", project_id="acme/shop") as server:
+        config = {"apiKey": "wb-key", "projectId": "acme/shop", "host": server.url}
+        make_exporter("weave", config, http).export([make_record(**PARTS), make_record(trace_id="trc_plain")])
+    assert server.problems == []
+    reasoning, plain = (s.attributes for s in server.spans)
+    assert reasoning["gen_ai.usage.reasoning_tokens"] == 200
+    assert reasoning["gen_ai.usage.input_tokens"] == 1000
+    assert "gen_ai.usage.reasoning_tokens" not in plain
 
 
 def test_langsmith_gets_usage_metadata_token_details(http) -> None:

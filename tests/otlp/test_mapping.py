@@ -165,6 +165,24 @@ def test_usage_parts_are_not_repeated_in_metadata_and_odd_ones_are_kept_within_b
     assert (record.reasoning_tokens, record.input_audio_tokens) == (2, 10)
 
 
+def test_what_our_otlp_exporter_sends_comes_back_whole() -> None:
+    """The GenAI conventions' usage breakdown (integrations.exporters.otlp_encoding.GENAI_USAGE_PARTS)."""
+    from integrations.exporters.otlp_encoding import GENAI_USAGE_PARTS
+
+    parts = {"cached_tokens": 300, "cache_write_tokens": 50, "input_audio_tokens": 40, "input_image_tokens": 30,
+             "reasoning_tokens": 20, "output_audio_tokens": 10, "output_image_tokens": 5}  # fmt: skip
+    attrs = {
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.usage.input_tokens": 1000,
+        "gen_ai.usage.output_tokens": 100,
+        **{GENAI_USAGE_PARTS[name]: value for name, value in parts.items()},
+    }
+    item = item_of(span(attrs))
+    assert item is not None
+    record = normalize_trace(item, team_id=1, source="otlp")
+    assert {name: getattr(record, name) for name in parts} == parts
+
+
 PROMPTS = [
     pytest.param(
         {

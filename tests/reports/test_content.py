@@ -18,6 +18,7 @@ from analytics.stats import Stats
 from reports.content import Content, report_content
 from reports.definition import parse_definition
 from reports.render import CSV_COLUMNS, csv_bytes, pdf_bytes
+from traces.usage import DETAIL_FIELDS
 
 from ..analytics.data import assert_close, exact_quantile, make_traces, recount, select, store
 from ..factories import TeamFactory
@@ -65,7 +66,7 @@ def _dt(value: str) -> datetime:
 def _check_row(row: dict[str, str], traces: list[Any]) -> None:
     want = recount(traces)
     for name in ("count", "errors", "rate_limited", "prompt_tokens", "completion_tokens", "total_tokens",
-                 "cached_tokens", "cache_write_tokens", "reasoning_tokens"):  # fmt: skip
+                 *DETAIL_FIELDS):  # fmt: skip
         assert int(row[name]) == getattr(want, name), name
     assert int(row["unpriced"]) == want.unpriced
     if want.count > want.unpriced:
@@ -136,6 +137,12 @@ def test_the_pdf_reads_as_a_report(dataset):
     assert f"{recount(select(traces, SINCE, NOW, lambda t: True)).count:,}" in text or content.answer["totals"]["count"]
     assert f"{content.answer['totals']['count']:,}" in text
     assert "gpt-4o-mini" in text and "claude-sonnet-4" in text
+    totals = content.answer["totals"]
+    assert totals["input_audio_tokens"] and totals["input_image_tokens"] and totals["output_audio_tokens"]
+    for medium in ("audio", "image"):  # the summary's token parts, in and out
+        pair = f"{totals[f'input_{medium}_tokens']:,} / {totals[f'output_{medium}_tokens']:,}"
+        assert f"{medium.title()} tokens (in / out)" in text and pair in text, medium
+    assert f"{totals['reasoning_tokens']:,}" in text and f"{totals['cached_tokens']:,}" in text
     assert f"Page 1 of {pages}" in text and f"Page {pages} of {pages}" in text
     assert reader.metadata is not None and reader.metadata.title == "Weekly <cost> & more"
 

@@ -91,6 +91,33 @@ def test_cost_conditions_see_the_computed_cost(api, rules):
     assert "expensive" in result["matched_rules"]
 
 
+def test_conditions_see_the_token_parts(api, integrations):
+    rules = [
+        {"name": "cached", "condition": "cached_tokens * 2 > prompt_tokens", "destination": "lf-prod"},
+        {"name": "thinking", "condition": {"reasoning_tokens": ">=500"}, "destination": "audit-hook"},
+        {"name": "cache writes", "condition": {"cache_write_tokens": ">0"}, "destination": "langfuse"},
+    ]
+    traces = [
+        {"id": "mostly-cached", "model": "gpt-4o", "prompt_tokens": 1000, "cached_tokens": 800},
+        {"id": "thinks", "model": "o3", "prompt_tokens": 10, "completion_tokens": 900, "reasoning_tokens": 600},
+        {"id": "plain", "model": "gpt-4o", "prompt_tokens": 1000, "completion_tokens": 10},
+    ]
+    body = api.post(URL, {"traces": traces, "rules": rules}, format="json").json()
+    by_id = {r["trace_id"]: r for r in body["results"]}
+    assert by_id["mostly-cached"]["matched_rules"] == ["cached"]
+    assert by_id["thinks"]["matched_rules"] == ["thinking"]
+    assert by_id["plain"]["matched_rules"] == []
+    assert by_id["mostly-cached"]["trace"]["cached_tokens"] == 800
+    assert by_id["thinks"]["trace"]["reasoning_tokens"] == 600
+    assert by_id["plain"]["trace"]["cache_write_tokens"] == 0
+
+
+def test_a_token_part_larger_than_its_whole_is_refused(api, integrations):
+    body = {"model": "gpt-4o", "prompt_tokens": 10, "cached_tokens": 11}
+    problem = assert_problem(api.post(URL, body, format="json"), 400)
+    assert "cached_tokens" in problem["errors"], problem["errors"]
+
+
 def test_an_unpriced_trace_is_not_routed_as_costing_nothing(api, rules):
     body = api.post(
         URL,

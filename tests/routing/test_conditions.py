@@ -519,3 +519,45 @@ def test_a_condition_too_slow_for_every_trace_is_refused():
 def test_deep_nesting_is_a_syntax_error_not_a_crash():
     error = error_of("(" * 500 + "true" + ")" * 500)
     assert error.message.startswith("Syntax error")
+
+
+# --- The token parts (traces.usage.DETAIL_FIELDS) ------------------------------------------------
+
+PART_COUNTS = {
+    "cached_tokens": 80,
+    "cache_write_tokens": 10,
+    "input_audio_tokens": 5,
+    "input_image_tokens": 4,
+    "reasoning_tokens": 30,
+    "output_audio_tokens": 3,
+    "output_image_tokens": 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PART_COUNTS))
+def test_every_token_part_is_a_number_in_both_forms(name):
+    count = PART_COUNTS[name]
+    assert matches({name: f"=={count}"}, **PART_COUNTS) is True
+    assert matches({name: f">{count}"}, **PART_COUNTS) is False
+    assert matches(f"{name} == {count}", **PART_COUNTS) is True
+    assert matches(f"{name} > {count}", **PART_COUNTS) is False
+    assert matches({name: "==0"}) is True  # not reported: 0, as prompt_tokens
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("cached_tokens * 2 > prompt_tokens", True),  # 80 of 100 read from the cache
+        ("cached_tokens + cache_write_tokens == 90", True),
+        ("reasoning_tokens > completion_tokens / 2", True),  # 30 of 50
+        ("reasoning_tokens > completion_tokens", False),
+        ("input_audio_tokens + output_audio_tokens == 8 && input_image_tokens > output_image_tokens", True),
+    ],
+)
+def test_cel_computes_with_the_token_parts(source, expected):
+    assert matches(source, **PART_COUNTS) is expected
+
+
+def test_a_token_part_misspelled_is_refused_with_a_hint():
+    assert "did you mean 'cached_tokens'" in error_of("cache_tokens > 1").message
+    assert "cached_tokens" in error_of({"cached_token": ">1"}).message

@@ -47,12 +47,16 @@ DETAIL_KEYS = {
                       "llm.token_count.prompt_details.cache_read"),
     "cache_write_tokens": ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
                            "llm.token_count.prompt_details.cache_write"),
-    "input_audio_tokens": ("gen_ai.usage.input_audio_tokens", "llm.token_count.prompt_details.audio"),
-    "input_image_tokens": ("gen_ai.usage.input_image_tokens", "llm.token_count.prompt_details.image"),
+    "input_audio_tokens": ("gen_ai.usage.audio.input_tokens", "gen_ai.usage.input_audio_tokens",
+                           "llm.token_count.prompt_details.audio"),
+    "input_image_tokens": ("gen_ai.usage.image.input_tokens", "gen_ai.usage.input_image_tokens",
+                           "llm.token_count.prompt_details.image"),
     "reasoning_tokens": ("gen_ai.usage.reasoning.output_tokens", "gen_ai.usage.reasoning_tokens",
                          "llm.usage.reasoning_tokens", "llm.token_count.completion_details.reasoning"),
-    "output_audio_tokens": ("gen_ai.usage.output_audio_tokens", "llm.token_count.completion_details.audio"),
-    "output_image_tokens": ("gen_ai.usage.output_image_tokens", "llm.token_count.completion_details.image"),
+    "output_audio_tokens": ("gen_ai.usage.audio.output_tokens", "gen_ai.usage.output_audio_tokens",
+                            "llm.token_count.completion_details.audio"),
+    "output_image_tokens": ("gen_ai.usage.image.output_tokens", "gen_ai.usage.output_image_tokens",
+                            "llm.token_count.completion_details.image"),
 }  # fmt: skip
 TOTAL_TOKEN_KEYS = ("llm.token_count.total", "llm.usage.total_tokens", "gen_ai.usage.total_tokens")
 SESSION_KEYS = ("session.id", "gen_ai.conversation.id", "traceloop.association.properties.session_id")
