@@ -5,7 +5,7 @@ The worker walks the range in keyset chunks of (timestamp, id); ``cursor_at``/``
 last trace done, committed with each chunk, so a job taken over after a worker died goes on from
 there. A worker holds the job by ``claim_token`` (a conditional UPDATE: two workers never run one
 job) and renews ``heartbeat_at`` with every chunk; a claim silent for longer than
-`services.STALE_AFTER` is taken over by the sweeper.
+TRACERELAY_REPRICE_STALE_S is taken over by the sweeper.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import BooleanField, F, Q, QuerySet
 from django.db.models.expressions import RawSQL
@@ -49,8 +50,6 @@ from .models import JobStatus, RepriceJob
 log = logging.getLogger(__name__)
 
 RUN_TASK = "repricing.run"
-CHUNK = 500  # traces per transaction
-STALE_AFTER = timedelta(minutes=2)  # a claim not renewed for this long is taken over (a chunk takes < 1 s)
 ALERT_METRICS = (Metric.COST, Metric.UNPRICED)
 _COLUMNS = (
     "id",
@@ -73,8 +72,18 @@ _COLUMNS = (
 _UPDATED = ["cost", "unpriced", "price_source", "price_version"]
 
 
+def chunk_size() -> int:
+    """Traces per chunk (one transaction each): TRACERELAY_REPRICE_CHUNK."""
+    return max(1, settings.TRACERELAY_REPRICE_CHUNK)
+
+
+def stale_after() -> timedelta:
+    """A claim not renewed for this long is taken over: TRACERELAY_REPRICE_STALE_S."""
+    return timedelta(seconds=settings.TRACERELAY_REPRICE_STALE_S)
+
+
 class LostClaim(Exception):
-    """Another worker took the job over (this one was silent for longer than STALE_AFTER)."""
+    """Another worker took the job over (this one was silent for longer than stale_after())."""
 
 
 def job_create(*, team_id: int, spec: JobSpec, actor: str) -> RepriceJob:
@@ -86,7 +95,7 @@ def job_create(*, team_id: int, spec: JobSpec, actor: str) -> RepriceJob:
         until=spec.until,
         model=spec.model,
         redeliver=spec.redeliver,
-        heartbeat_at=timezone.now(),  # (the sweeper re-queues a pending job not claimed by STALE_AFTER)
+        heartbeat_at=timezone.now(),  # (the sweeper re-queues a pending job not claimed by stale_after())
     )
     transaction.on_commit(lambda: dispatch(job.pk))
     return job
@@ -112,13 +121,13 @@ def traces_of(job: RepriceJob) -> QuerySet[Trace]:
 
 
 def claim(job_id: int, *, now: datetime | None = None) -> uuid.UUID | None:
-    """Take the job (pending, or running with a claim silent past STALE_AFTER); the claim's token,
+    """Take the job (pending, or running with a claim silent past stale_after()); the claim's token,
     or None when it is done or another worker holds it. One conditional UPDATE: two workers never
     both get it."""
     now = now or timezone.now()
     token = uuid.uuid4()
     taken = RepriceJob.objects.filter(
-        Q(status=JobStatus.PENDING) | Q(status=JobStatus.RUNNING, heartbeat_at__lt=now - STALE_AFTER), pk=job_id
+        Q(status=JobStatus.PENDING) | Q(status=JobStatus.RUNNING, heartbeat_at__lt=now - stale_after()), pk=job_id
     ).update(
         status=JobStatus.RUNNING,
         claim_token=token,
@@ -172,7 +181,9 @@ def _chunk(job_id: int, token: uuid.UUID) -> bool:
             pending=RawSQL(f"coalesce({pending_sql}, false)", params, output_field=BooleanField()),
             legacy=RawSQL(f"{snapshots.COLUMN} IS NULL", [], output_field=BooleanField()),
         )
-        rows = list(qs.order_by("timestamp", "id").select_for_update().values(*_COLUMNS, "pending", "legacy")[:CHUNK])
+        rows = list(
+            qs.order_by("timestamp", "id").select_for_update().values(*_COLUMNS, "pending", "legacy")[: chunk_size()]
+        )
         if not rows:
             return False
         pending = _legacy_pending([row["id"] for row in rows if row["legacy"]])
@@ -351,7 +362,7 @@ def sweep(*, now: datetime | None = None) -> list[int]:
     job only once it is stale, so a job queued twice runs once. The ids queued."""
     now = now or timezone.now()
     stale = RepriceJob.objects.filter(
-        status__in=[JobStatus.PENDING, JobStatus.RUNNING], heartbeat_at__lt=now - STALE_AFTER
+        status__in=[JobStatus.PENDING, JobStatus.RUNNING], heartbeat_at__lt=now - stale_after()
     ).values_list("pk", flat=True)
     ids = list(stale[:100])
     for job_id in ids:

@@ -194,9 +194,9 @@ def test_another_teams_traces_are_not_touched(team, other_team):
 
 
 def test_a_job_stopped_half_way_goes_on_where_it_left_off(
-    team, monkeypatch, no_broker, django_capture_on_commit_callbacks
+    team, settings, no_broker, django_capture_on_commit_callbacks
 ):
-    monkeypatch.setattr(services, "CHUNK", 5)
+    settings.TRACERELAY_REPRICE_CHUNK = 5
     made = _wrong_history(team)
     rollups.fold()
     with django_capture_on_commit_callbacks(execute=True):
@@ -207,9 +207,9 @@ def test_a_job_stopped_half_way_goes_on_where_it_left_off(
     assert services.job_run(job_id=job.pk) is None  # its claim is fresh: no other worker takes it
     assert services.sweep() == []
 
-    later = timezone.now() + services.STALE_AFTER + timedelta(seconds=1)
+    later = timezone.now() + services.stale_after() + timedelta(seconds=1)
     assert services.sweep(now=later) == [job.pk]  # the claim went silent: queued again
-    RepriceJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - services.STALE_AFTER * 2)
+    RepriceJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - services.stale_after() * 2)
     done = services.job_run(job_id=job.pk)
     assert done.status == JobStatus.SUCCEEDED and done.attempts == 2
     assert done.traces_done == done.traces_total == len(made)  # each trace once
@@ -223,10 +223,10 @@ def test_two_workers_never_hold_one_job(team):
     job = services.job_create(team_id=team.id, spec=SPEC, actor="t")
     assert services.claim(job.pk) is not None
     assert services.claim(job.pk) is None
-    late = timezone.now() + services.STALE_AFTER + timedelta(seconds=1)
+    late = timezone.now() + services.stale_after() + timedelta(seconds=1)
     token = services.claim(job.pk, now=late)
     assert token is not None
-    RepriceJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - services.STALE_AFTER * 2)
+    RepriceJob.objects.filter(pk=job.pk).update(heartbeat_at=timezone.now() - services.stale_after() * 2)
     with pytest.raises(services.LostClaim):  # the first worker's claim is gone: its next chunk stops
         services._chunk(job.pk, services.uuid.uuid4())
 
