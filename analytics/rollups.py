@@ -368,16 +368,22 @@ def correct_costs(changes: Iterable[CostChange]) -> int:
                 entry[1] += d_unpriced
     updated = 0
     for grain, (_size, model_class) in GRAINS.items():
-        rows: list[list[Any]] = [
-            [d_cost, d_unpriced, *key] for key, (d_cost, d_unpriced) in folded[grain].items() if d_cost or d_unpriced
-        ]
-        if not rows:
+        entries = [(key, d) for key, d in folded[grain].items() if d[0] or d[1]]
+        if not entries:
             continue
+        # One UPDATE per grain, joined to the deltas as arrays (a statement per row cost 1 s a chunk).
+        columns: list[list[Any]] = [[d[0] for _k, d in entries], [d[1] for _k, d in entries]]
+        columns += [[key[i] for key, _d in entries] for i in range(9)]
+        names = ["d_cost", "d_unpriced", *_ROW_COLUMNS[:9]]
+        types = ["bigint", "bigint", "bigint", "bigint", "smallint", *["text"] * 6]
+        arrays = ", ".join(f"%s::{t}[]" for t in types)
+        join = " AND ".join(f"r.{connection.ops.quote_name(c)} = v.{connection.ops.quote_name(c)}" for c in names[2:])
         table = connection.ops.quote_name(model_class._meta.db_table)
-        where = " AND ".join(f"{connection.ops.quote_name(c)} = %s" for c in _ROW_COLUMNS[:9])
         with connection.cursor() as cursor:
-            cursor.executemany(
-                f"UPDATE {table} SET cost_e10 = cost_e10 + %s, unpriced = unpriced + %s WHERE {where}", rows
+            cursor.execute(
+                f"UPDATE {table} r SET cost_e10 = r.cost_e10 + v.d_cost, unpriced = r.unpriced + v.d_unpriced"
+                f" FROM unnest({arrays}) AS v({', '.join(connection.ops.quote_name(n) for n in names)}) WHERE {join}",
+                columns,
             )
             updated += max(cursor.rowcount, 0)
     return updated

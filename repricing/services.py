@@ -69,7 +69,6 @@ _COLUMNS = (
     "price_source",
     "price_version",
 )
-_UPDATED = ["cost", "unpriced", "price_source", "price_version"]
 
 
 def chunk_size() -> int:
@@ -187,7 +186,7 @@ def _chunk(job_id: int, token: uuid.UUID) -> bool:
         if not rows:
             return False
         pending = _legacy_pending([row["id"] for row in rows if row["legacy"]])
-        updates: list[Trace] = []
+        updates: list[tuple[Any, Decimal | None, bool, str, str]] = []
         changed_ids: list[Any] = []
         folded: list[rollups.CostChange] = []
         runs: dict[str, tuple[Decimal, int]] = defaultdict(lambda: (Decimal(0), 0))
@@ -216,15 +215,7 @@ def _chunk(job_id: int, token: uuid.UUID) -> bool:
             entry["cost_after"] = str(Decimal(entry["cost_after"]) + (new_cost or 0))
             if not cost_changed and row["price_source"] == new.source and row["price_version"] == new.version:
                 continue
-            updates.append(
-                Trace(
-                    id=row["id"],
-                    cost=new_cost,
-                    unpriced=new.unpriced,
-                    price_source=new.source,
-                    price_version=new.version,
-                )
-            )
+            updates.append((row["id"], new_cost, new.unpriced, new.source, new.version))
             if not cost_changed:
                 continue  # (a newer price version, the same figures: nothing summed changes)
             changed_ids.append(row["id"])
@@ -248,8 +239,7 @@ def _chunk(job_id: int, token: uuid.UUID) -> bool:
                 d_cost + _run_cost(new_cost, new.unpriced) - _run_cost(old_cost, row["unpriced"]),
                 d_unpriced + _run_unpriced(new_cost, new.unpriced) - _run_unpriced(old_cost, row["unpriced"]),
             )
-        if updates:
-            Trace._base_manager.bulk_update(updates, _UPDATED)
+        _store_prices(updates)
         rollups.correct_costs(folded)
         summary.correct_costs(job.team_id, dict(runs))
         requeued = deliveries_resend(trace_ids=changed_ids) if job.redeliver else 0
@@ -266,6 +256,22 @@ def _chunk(job_id: int, token: uuid.UUID) -> bool:
             heartbeat_at=timezone.now(),
         )
     return True
+
+
+def _store_prices(updates: list[tuple[Any, Decimal | None, bool, str, str]]) -> None:
+    """One UPDATE for the chunk's changed traces (id, cost, unpriced, price_source, price_version). (Django's
+    bulk_update writes a CASE per column per row: 6 s of a 7 s chunk of 500, all of it compiling it.)"""
+    if not updates:
+        return
+    ids, costs, unpriced, sources, versions = (list(column) for column in zip(*updates, strict=True))
+    table = connection.ops.quote_name(Trace._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} t SET cost = v.cost, unpriced = v.unpriced, price_source = v.source,"
+            " price_version = v.version FROM unnest(%s::uuid[], %s::numeric[], %s::boolean[], %s::text[], %s::text[])"
+            " AS v(id, cost, unpriced, source, version) WHERE t.id = v.id",
+            [ids, costs, unpriced, sources, versions],
+        )
 
 
 def _run_cost(cost: Decimal | None, unpriced: bool) -> Decimal:
