@@ -5,9 +5,10 @@ two sizes of range (the walk is keyset chunks: memory should not grow with the r
 
     .venv/bin/python bench/reprice.py [--traces 40000] [--chunk 500]
 
-Loads ``--traces`` gpt-4o / gpt-4o-mini / cached calls stored at a wrong price ($0.05 each) over 7 days into
-its own database (`tracerelay_bench_reprice`, made afresh), folds them, re-prices the whole range
-(timed), then a quarter and the whole range again under tracemalloc (memory), and checks that the hour rollups equal the traces afterwards.
+Loads ``--traces`` gpt-4o / gpt-4o-mini / cached calls stored at a wrong price ($0.05 each) over 7
+days into its own database (`tracerelay_bench_reprice`, made afresh), folds them, re-prices the whole
+range (timed), then a quarter and the whole range again under tracemalloc (memory), and checks that
+the hour rollups equal the traces afterwards.
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ JOB_IN = {
             "type": "string",
             "nullable": True,
             "maxLength": 200,
+            "pattern": "^[^*]*\\*?$",
             "description": "Only this model, or a prefix ending in * (gpt-4o*); null or left out: every model.",
         },
         "redeliver": {
@@ -110,7 +111,8 @@ class RepriceCreate(APIView):
         description="Prices the team's calls in [since, until) again under today's prices (team prices and "
         "genai-prices), in the background, and corrects the analytics rollups, runs, reports and alert "
         "windows to match; the audit log records the job. Traces already delivered are not sent again "
-        "unless `redeliver` is true. Poll the job with GET /api/v1/prices/reprice/{id}.",
+        "unless `redeliver` is true. Poll the job with GET /api/v1/prices/reprice/{id}. `since` must be "
+        f"earlier than `until` and not in the future, at most {MAX_RANGE.days} days apart (a 400 naming the field).",
         request={"application/json": JOB_IN},
         examples=[
             OpenApiExample(

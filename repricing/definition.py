@@ -70,8 +70,6 @@ def parse_job(data: Mapping[str, Any], *, now: datetime) -> JobSpec:
         elif "*" in model[:-1] or model == "*":
             errors["model"] = ["Only a trailing * is allowed (gpt-4o*); leave model out for every model."]
     redeliver = data.get("redeliver", False)
-    if redeliver is None:
-        redeliver = False
     if not isinstance(redeliver, bool):
         errors["redeliver"] = ["Must be true or false."]
     if errors:

@@ -115,6 +115,7 @@ def test_a_member_may_read_but_not_start_a_job(team, member, owner):
         ({"since": SINCE, "until": UNTIL, "model": "x" * 201}, "model"),
         ({"since": SINCE, "until": UNTIL, "model": "gpt\u00014o"}, "model"),
         ({"since": SINCE, "until": UNTIL, "redeliver": "yes"}, "redeliver"),
+        ({"since": SINCE, "until": UNTIL, "redeliver": None}, "redeliver"),
         ({"since": SINCE, "until": UNTIL, "colour": "red"}, "colour"),
     ],
 )
