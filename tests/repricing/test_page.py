@@ -104,3 +104,16 @@ def test_an_outsider_sees_nothing_of_the_team(client, team):
     login(client, TeamFactory(name="other"), "owner")
     body = client.get(URL).content.decode()
     assert "No re-pricing jobs yet" in body and "reprice-job-" not in body
+
+
+def test_the_admin_lists_jobs_read_only(admin_client, team):
+    job = services.job_create(
+        team_id=team.id,
+        spec=JobSpec(since=datetime(2026, 11, 1, tzinfo=UTC), until=datetime(2026, 11, 2, tzinfo=UTC), model="gpt*"),
+        actor="t",
+    )
+    listing = admin_client.get("/admin/repricing/repricejob/")
+    assert listing.status_code == 200 and "gpt*" in listing.content.decode()
+    detail = admin_client.get(f"/admin/repricing/repricejob/{job.pk}/change/")
+    assert detail.status_code == 200 and 'name="_save"' not in detail.content.decode()
+    assert admin_client.get("/admin/repricing/repricejob/add/").status_code == 403
