@@ -140,7 +140,7 @@ def claim(job_id: int, *, now: datetime | None = None) -> uuid.UUID | None:
 def job_run(*, job_id: int, chunks: int | None = None) -> RepriceJob | None:
     """Claim the job and carry it out from its cursor; None when it was not ours to run. ``chunks``
     stops after that many chunks, the job left running as by a worker that stopped there (the
-    restart tests and bench/reprice.py)."""
+    restart tests)."""
     token = claim(job_id)
     if token is None:
         return None
