@@ -339,3 +339,60 @@ def _add_into(model: type[RollupFields], entries: dict[SliceKey, Stats]) -> None
             cursor.executemany(f"UPDATE {table} SET {assignments} WHERE id = %s", updates)
     if new_rows:
         insert_rows(new_rows)
+
+
+def wait_fold_lock() -> None:
+    """Take the fold's lock for this transaction, waiting for a fold that holds it (re-pricing: its
+    corrections must not interleave with a fold's read-add-write of the same rows)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_FOLD_LOCK])
+
+
+# A folded trace whose price changed (`correct_costs`): where it counts, and by how much its cost
+# (1e-10 USD) and its unpriced count (-1, 0 or 1) change.
+CostChange = tuple[int, Any, str, str, str, str, str, Any, int, int]  # team, timestamp, *DIMENSIONS, tags, Δ
+
+
+def correct_costs(changes: Iterable[CostChange]) -> int:
+    """Apply the cost and unpriced deltas of re-priced traces that are folded already to every
+    minute, hour and day row they count in (the same slices the fold adds them to: `slices_of`); how
+    many rows were updated. Rows gone past retention are left gone. Call it holding the fold lock
+    (`wait_fold_lock`): a fold reads, adds and writes rows back."""
+    folded: dict[str, dict[SliceKey, list[int]]] = {grain: defaultdict(lambda: [0, 0]) for grain in GRAINS}
+    for team_id, timestamp, model, provider, status, environment, service_name, tags, d_cost, d_unpriced in changes:
+        if not d_cost and not d_unpriced:
+            continue
+        minute = int(timestamp.timestamp()) // 60 * 60
+        dims = (model, provider, status, environment, service_name)
+        slices = slices_of(Kind.DIMS.value, dims, "")
+        for tag in set(tags or ()):
+            if isinstance(tag, str):
+                slices += slices_of(Kind.TAG.value, _BLANK_DIMS, tag)
+        for grain, (size, _model) in GRAINS.items():
+            start = minute // size * size
+            target = folded[grain]
+            for s_kind, s_dims, s_key in slices:
+                entry = target[(team_id, start, s_kind, *s_dims, s_key)]  # type: ignore[index]
+                entry[0] += d_cost
+                entry[1] += d_unpriced
+    updated = 0
+    for grain, (_size, model_class) in GRAINS.items():
+        entries = [(key, d) for key, d in folded[grain].items() if d[0] or d[1]]
+        if not entries:
+            continue
+        # One UPDATE per grain, joined to the deltas as arrays (a statement per row cost 1 s a chunk).
+        columns: list[list[Any]] = [[d[0] for _k, d in entries], [d[1] for _k, d in entries]]
+        columns += [[key[i] for key, _d in entries] for i in range(9)]
+        names = ["d_cost", "d_unpriced", *_ROW_COLUMNS[:9]]
+        types = ["bigint", "bigint", "bigint", "bigint", "smallint", *["text"] * 6]
+        arrays = ", ".join(f"%s::{t}[]" for t in types)
+        join = " AND ".join(f"r.{connection.ops.quote_name(c)} = v.{connection.ops.quote_name(c)}" for c in names[2:])
+        table = connection.ops.quote_name(model_class._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} r SET cost_e10 = r.cost_e10 + v.d_cost, unpriced = r.unpriced + v.d_unpriced"
+                f" FROM unnest({arrays}) AS v({', '.join(connection.ops.quote_name(n) for n in names)}) WHERE {join}",
+                columns,
+            )
+            updated += max(cursor.rowcount, 0)
+    return updated

@@ -13,6 +13,7 @@ handler404 = "config.problems.handler404"
 handler500 = "config.problems.handler500"
 
 api_v1: list[URLPattern | URLResolver] = [
+    path("", include("repricing.urls")),  # before any include that could match prices/...
     path("", include("traces.urls")),
     path("", include("traces.runs.urls")),
     path("", include("delivery.urls")),
@@ -52,6 +53,7 @@ urlpatterns = [
     path("", include("analytics.dashboard_urls")),
     path("", include("reports.dashboard_urls")),
     path("", include("alerts.dashboard_urls")),
+    path("", include("repricing.dashboard_urls")),
     path("", include("dashboards.dashboard_urls")),
     path("", include("routing.dashboard_urls")),
     path("", include("integrations.dashboard_urls")),

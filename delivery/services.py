@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -103,3 +104,27 @@ def deliveries_replay_dead(
         },
     )
     return total
+
+
+def deliveries_resend(*, trace_ids: Sequence[Any]) -> int:
+    """The delivered rows of these traces → pending again, so each destination receives the trace as
+    it is now (re-pricing's ``redeliver``: docs/pricing.md). The unique (trace, destination) row is
+    reset, not copied; its batch is forgotten, so the send is a new one (a new webhook delivery id)
+    and not a retry the destination would drop as seen. Rows still waiting, failed, dead or dropped
+    are left as they are: a waiting row sends the trace as it is now anyway. How many were reset.
+    Call it in the caller's transaction: the tasks are published once it commits."""
+    if not trace_ids:
+        return 0
+    now = timezone.now()
+    ids = list(
+        Delivery.objects.filter(trace_id__in=list(trace_ids), status=DeliveryStatus.DELIVERED).values_list(
+            "pk", flat=True
+        )
+    )
+    if not ids:
+        return 0
+    changed = Delivery.objects.filter(pk__in=ids, status=DeliveryStatus.DELIVERED).update(
+        **_replay_values(now), batch_id=None
+    )
+    outbox.enqueue_on_commit(ids)
+    return changed

@@ -30,6 +30,7 @@ INSTALLED_APPS = [
     "analytics",
     "reports",
     "alerts",
+    "repricing",
     "dashboards",
     "privacy",
     "debugmode",

@@ -56,5 +56,12 @@ TRACERELAY_REPORT_RETRY_DELAY_S = env.float("TRACERELAY_REPORT_RETRY_DELAY_S", d
 # is seen within this interval plus the evaluation's time (well under the 60 s promised).
 TRACERELAY_ALERT_EVALUATE_INTERVAL_S = env.float("TRACERELAY_ALERT_EVALUATE_INTERVAL_S", default=20.0)
 
+# Re-pricing jobs (repricing; docs/pricing.md, Re-pricing): traces per chunk (one transaction each),
+# how long a job's claim may go unrenewed before another worker takes the job over (a chunk renews it;
+# one takes well under a second), and how often beat looks for such jobs.
+TRACERELAY_REPRICE_CHUNK = env.int("TRACERELAY_REPRICE_CHUNK", default=500)
+TRACERELAY_REPRICE_STALE_S = env.float("TRACERELAY_REPRICE_STALE_S", default=120.0)
+TRACERELAY_REPRICE_SWEEP_INTERVAL_S = env.float("TRACERELAY_REPRICE_SWEEP_INTERVAL_S", default=60.0)
+
 # Debug mode (debugmode; docs/deployment.md, Debug mode and the diagnostic bundle).
 TRACERELAY_DEBUG_RETENTION_HOURS = env.float("TRACERELAY_DEBUG_RETENTION_HOURS", default=24.0)

@@ -23,6 +23,7 @@ from dashboards.definition import parse_board
 from delivery.models import Delivery
 from integrations.models import Integration
 from reports.models import Report
+from repricing.models import RepriceJob
 from routing.models import RoutingRule
 from traces.models import Trace
 
@@ -70,6 +71,7 @@ PAGES = [
     ("api-keys", "/settings/api-keys"),
     ("team", "/settings/team"),
     ("privacy", "/settings/privacy"),
+    ("reprice", "/settings/prices/reprice"),
     ("advanced", "/settings/advanced"),
 ]
 
@@ -161,6 +163,15 @@ def world(team) -> dict[str, Any]:
         ),
         actor="test",
     )
+    RepriceJob.objects.create(
+        team=team, actor="user:margaret.hamilton@example.com", since=now - timedelta(days=30), until=now,
+        model="gpt-4o*", status="succeeded", traces_total=16, traces_done=16, traces_changed=9,
+        cost_before=Decimal("1.2"), cost_after=Decimal("0.93"), finished_at=now,
+    )  # fmt: skip
+    RepriceJob.objects.create(
+        team=team, actor="key:trk_live_ab", since=now - timedelta(days=2), until=now, status="running",
+        traces_total=44, traces_done=20, redeliver=True, heartbeat_at=now,
+    )  # fmt: skip
     return {
         "owner": owner.user,
         "rule": rule.pk,

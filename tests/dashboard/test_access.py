@@ -97,6 +97,7 @@ def test_the_nav_shows_pages_that_exist_and_the_role_allows(monkeypatch, team, o
         ("API keys", False),
         ("Team", True),
         ("Privacy", False),
+        ("Re-pricing", False),
         ("Advanced", False),
     ]
 

@@ -186,3 +186,22 @@ def after_retention(team_id: int, cutoff: datetime) -> None:
     Run.objects.filter(team_id=team_id, started_at__lt=cutoff, ended_at__lt=cutoff)._raw_delete(connection.alias)
     across = Run.objects.filter(team_id=team_id, started_at__lt=cutoff).values_list("run_id", flat=True)
     rebuild(team_id, list(across))
+
+
+def correct_costs(team_id: int, deltas: dict[str, tuple[Decimal, int]]) -> None:
+    """Add re-priced calls' changes to their runs' rows: per run_id, (Δ cost of the priced calls, Δ
+    unpriced calls). An UPDATE adding to each row (under its lock, as ingest's upsert adds), in
+    run_id order like `add_spans`, so the two never deadlock."""
+    rows: list[list[Any]] = [
+        [d_cost, d_unpriced, team_id, run_id]
+        for run_id, (d_cost, d_unpriced) in sorted(deltas.items())
+        if d_cost or d_unpriced
+    ]
+    if not rows:
+        return
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"UPDATE {Run._meta.db_table} SET cost = cost + %s, unpriced_calls = unpriced_calls + %s,"
+            " updated_at = now() WHERE team_id = %s AND run_id = %s",
+            rows,
+        )
