@@ -171,7 +171,7 @@ def _send_group(rows: list[ScoreDelivery], token: uuid.UUID, http: httpx.Client,
     traces = {
         t.pk: t
         for t in Trace.objects.filter(pk__in={r.delivery.trace_id for r in sending}).only(
-            "trace_id", "run_id", "timestamp", "latency_ms"
+            "trace_id", "run_id", "timestamp", "latency_ms", "kind"
         )
     }
     policy = RetryPolicy.from_integration(integration)

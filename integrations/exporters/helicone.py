@@ -12,7 +12,8 @@ Scores go to Helicone's REST API, ``POST {apiUrl}/v1/request/{request id}/score`
 stores score values as integers (booleans as 1/0, typed boolean): a numeric score that is not a whole
 number is rounded to the nearest integer (halves away from zero), and the delivery is recorded with a
 warning naming both values. Helicone's scores take no text, so a categorical score is refused for
-good (dead, with the reason). Helicone keeps one value per (request, name): a re-send overwrites, never
+good (dead, with the reason), and so is a score on a structural span (an agent or tool span, which
+Helicone never logged). Helicone keeps one value per (request, name): a re-send overwrites, never
 duplicates. A score named ``helicone-score-feedback`` (through ``score_mappings``) is Helicone's own
 thumbs up/down feedback on the request.
 """
@@ -26,6 +27,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
+from traces.kinds import CALL_KINDS
 from traces.records import ScoreRecord, TraceRecord
 
 from . import ids
@@ -128,6 +130,12 @@ SCORE_MAX = 2**63 - 1
 def helicone_score_value(score: ScoreRecord) -> tuple[int | bool, str | None]:
     """The value Helicone can store for this score, and a note when it is not the score's own value;
     `ExportError` (permanent) when Helicone cannot store it at all."""
+    if score.trace_kind and score.trace_kind not in CALL_KINDS:
+        raise ExportError(
+            f"Helicone logs LLM requests only: the score {score.name!r} is on a span of kind {score.trace_kind!r}, "
+            "which Helicone never received",
+            permanent=True,
+        )
     if score.data_type == "boolean" or isinstance(score.value, bool):
         return bool(score.value), None
     if score.data_type != "numeric" or not isinstance(score.value, (int, float)):

@@ -269,6 +269,18 @@ def test_helicone_refuses_what_it_cannot_store_for_good_without_sending(http, va
     assert server.requests == []
 
 
+def test_helicone_refuses_a_score_on_a_span_it_never_logged(http) -> None:
+    from dataclasses import replace
+
+    with FakeHelicone() as server:
+        exporter = make_exporter("helicone", {"apiKey": "sk-helicone-test", "apiUrl": server.url}, http)
+        with pytest.raises(ExportError, match="span of kind 'tool'") as caught:
+            exporter.export_scores([replace(score("stars", 4, "numeric"), trace_kind="tool")])
+        exporter.export_scores([replace(score("stars", 4, "numeric"), trace_kind="embedding")])
+    assert caught.value.permanent
+    assert [r.path for r in server.requests] == [f"/v1/request/{ids.run_uuid(7, 'trc_0190a1b2c3d4e5f6')}/score"]
+
+
 def test_helicone_refusing_a_score_is_a_permanent_error_with_its_reason(http) -> None:
     with FakeHelicone() as server:
         server.queue(Reply(400, {"data": None, "error": "Invalid score value for stars"}))

@@ -18,6 +18,7 @@ from delivery.models import DeliveryStatus, ScoreDelivery, ScoreStatus
 from delivery.scores import route_scores, send_scores
 from integrations.exporters import ids
 from tests.delivery.scripted import make_delivery, make_integration
+from tests.factories import TraceFactory
 from tests.fakes import FakeHelicone
 from tests.fakes.server import Reply
 from traces.models import Score
@@ -159,3 +160,17 @@ def test_a_server_failure_is_retried_then_delivered(team, helicone, failure) -> 
     done = _rows()["stars"]
     assert (done.status, done.attempts, done.last_error) == (ScoreStatus.DELIVERED, 2, "")
     assert helicone.scores == {str(ids.run_uuid(team.pk, row.trace.trace_id)): {"stars": 4}}
+
+
+def test_a_score_on_a_structural_span_is_dead_without_a_request(team, helicone) -> None:
+    make_integration(
+        team, "hc", platform="helicone", config={"apiKey": KEY, "endpoint": helicone.url, "apiUrl": helicone.url}
+    )
+    agent = TraceFactory(team=team, kind="agent")
+    row = make_delivery(team, "hc", trace=agent, status=DeliveryStatus.DELIVERED)
+
+    report = send_scores(_post(team, row, ("stars", 4, "numeric")))
+
+    assert report.dead == 1
+    assert "is on a span of kind 'agent', which Helicone never received" in _rows()["stars"].last_error
+    assert [r for r in helicone.requests if r.path.endswith("/score")] == []
