@@ -171,7 +171,7 @@ def _send_group(rows: list[ScoreDelivery], token: uuid.UUID, http: httpx.Client,
     traces = {
         t.pk: t
         for t in Trace.objects.filter(pk__in={r.delivery.trace_id for r in sending}).only(
-            "trace_id", "run_id", "timestamp", "latency_ms"
+            "trace_id", "run_id", "timestamp", "latency_ms", "kind"
         )
     }
     policy = RetryPolicy.from_integration(integration)
@@ -180,6 +180,7 @@ def _send_group(rows: list[ScoreDelivery], token: uuid.UUID, http: httpx.Client,
         chunk = sending[start : start + size]
         names = [mappings.get(r.score.name) or r.score.name for r in chunk]
         records = [score_record(r.score, traces[r.delivery.trace_id], n) for r, n in zip(chunk, names, strict=True)]
+        exporter.warning = None
         try:
             exporter.export_scores(records)
         except ExportError as exc:
@@ -191,6 +192,9 @@ def _send_group(rows: list[ScoreDelivery], token: uuid.UUID, http: httpx.Client,
             _failed(chunk, token, ExportError(f"exporter error: {type(exc).__name__}: {exc}"), policy, report)
         else:
             now = timezone.now()
+            # What the destination got differs from the score (a value it could only take rounded):
+            # delivered, and said so on the row, as trace deliveries keep their warnings.
+            note = f"delivered with a warning: {exporter.warning}"[:ERROR_MAX] if exporter.warning else ""
             for row, name in zip(chunk, names, strict=True):
                 ScoreDelivery.objects.filter(pk=row.pk, claim_token=token).update(
                     status=ScoreStatus.DELIVERED,
@@ -199,7 +203,7 @@ def _send_group(rows: list[ScoreDelivery], token: uuid.UUID, http: httpx.Client,
                     delivered_at=now,
                     updated_at=now,
                     claim_token=None,
-                    last_error="",
+                    last_error=note,
                 )
             report.delivered += len(chunk)
 

@@ -171,3 +171,6 @@ class ScoreRecord:
     created_at: datetime
     trace_timestamp: datetime | None = None
     trace_end: datetime | None = None
+    # The kind of span the score is on ("" when unknown): a destination that logs calls only
+    # (Helicone) refuses a score on a structural span it never received.
+    trace_kind: str = ""

@@ -122,7 +122,7 @@ def scores_of_run(team_id: int, run_id: str) -> QuerySet[Score]:
 
 
 def score_record(score: Score, trace: Any, name: str) -> ScoreRecord:
-    """``trace``: the Trace or a row with its trace_id, run_id, timestamp and latency_ms."""
+    """``trace``: the Trace or a row with its trace_id, run_id, timestamp, latency_ms and kind."""
     start = trace.timestamp
     end = None
     if start is not None and trace.latency_ms is not None:
@@ -140,4 +140,5 @@ def score_record(score: Score, trace: Any, name: str) -> ScoreRecord:
         created_at=score.created_at,
         trace_timestamp=start,
         trace_end=end,
+        trace_kind=getattr(trace, "kind", "") or "",
     )

@@ -6,18 +6,31 @@ The body is the request (OpenAI chat shape), the response (OpenAI completion sha
 tags and metadata travel as Helicone headers inside ``providerRequest.meta``; the request id is
 our UUIDv5, so Helicone keys the log by a stable id. Helicone reports a failed storage step as
 HTTP 200 with ``{"error": …}``: that is a retryable failure here, not a success.
+
+Scores go to Helicone's REST API, ``POST {apiUrl}/v1/request/{request id}/score`` with
+``{"scores": {"<name>": <integer or boolean>}}``, on the request id the log was sent with. Helicone
+stores score values as integers (booleans as 1/0, typed boolean): a numeric score that is not a whole
+number is rounded to the nearest integer (halves away from zero), and the delivery is recorded with a
+warning naming both values. Helicone's scores take no text, so a categorical score is refused for
+good (dead, with the reason), and so is a score on a structural span (an agent or tool span, which
+Helicone never logged). Helicone keeps one value per (request, name): a re-send overwrites, never
+duplicates. A score named ``helicone-score-feedback`` (through ``score_mappings``) is Helicone's own
+thumbs up/down feedback on the request.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from traces.records import TraceRecord
+from traces.kinds import CALL_KINDS
+from traces.records import ScoreRecord, TraceRecord
 
+from . import ids
 from .base import CheckResult, Encoded, ExportError
 from .calls import Call, since_1970_ns, to_json
 from .configs import Field
@@ -110,9 +123,45 @@ def log_for(call: Call) -> dict[str, Any]:
     }
 
 
+# Helicone keeps score values in a 64-bit integer column.
+SCORE_MAX = 2**63 - 1
+
+
+def helicone_score_value(score: ScoreRecord) -> tuple[int | bool, str | None]:
+    """The value Helicone can store for this score, and a note when it is not the score's own value;
+    `ExportError` (permanent) when Helicone cannot store it at all."""
+    if score.trace_kind and score.trace_kind not in CALL_KINDS:
+        raise ExportError(
+            f"Helicone logs LLM requests only: the score {score.name!r} is on a span of kind {score.trace_kind!r}, "
+            "which Helicone never received",
+            permanent=True,
+        )
+    if score.data_type == "boolean" or isinstance(score.value, bool):
+        return bool(score.value), None
+    if score.data_type != "numeric" or not isinstance(score.value, (int, float)):
+        raise ExportError(
+            f"Helicone scores take numbers and booleans only; the categorical score {score.name!r} "
+            f"({score.value!r}) is not sent",
+            permanent=True,
+        )
+    value = score.value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ExportError(f"Helicone cannot store the score {score.name!r}: {value!r} is not finite", permanent=True)
+    whole = int(value) if float(value).is_integer() else int(math.copysign(math.floor(abs(value) + 0.5), value))
+    if abs(whole) > SCORE_MAX:
+        raise ExportError(
+            f"Helicone cannot store the score {score.name!r}: {value!r} is beyond its 64-bit integers",
+            permanent=True,
+        )
+    if whole == value:
+        return whole, None
+    return whole, f"Helicone takes integer scores: {score.name!r} {value!r} was sent as {whole}"
+
+
 class HeliconeExporter(HttpExporter):
     platform = "helicone"
     label = "Helicone"
+    supports_scores = True
     # One log per request, and Helicone does not deduplicate re-sent logs: a batch of one means a
     # failure never makes us re-send logs that already got through.
     max_batch = 1
@@ -129,7 +178,7 @@ class HeliconeExporter(HttpExporter):
             "apiUrl",
             "base_url",
             default="https://api.helicone.ai",
-            help="Helicone's REST API (EU: https://eu.api.helicone.ai), used by the connection test.",
+            help="Helicone's REST API (EU: https://eu.api.helicone.ai): scores and the connection test.",
         ),
     )
 
@@ -160,6 +209,31 @@ class HeliconeExporter(HttpExporter):
                     permanent=False,
                     status_code=response.status_code,
                 )
+
+    def export_scores(self, scores: Sequence[ScoreRecord]) -> None:
+        """One ``POST /v1/request/{id}/score`` per score, on the request id the trace was logged
+        with; a rounded value is noted in ``warning``."""
+        self.warning = None
+        notes: list[str] = []
+        for score in scores:
+            value, note = helicone_score_value(score)
+            request_id = ids.run_uuid(score.team_id, score.trace_id)
+            response = self.send(
+                "POST",
+                f"{self.config['apiUrl']}/v1/request/{request_id}/score",
+                content=to_json({"scores": {score.name: value}}).encode(),
+                headers={**self.headers(), "Content-Type": "application/json"},
+            )
+            error = _body_error(response.content)
+            if error is not None:
+                raise ExportError(
+                    f"{self.destination} answered {response.status_code} but did not store the score: {error}",
+                    permanent=False,
+                    status_code=response.status_code,
+                )
+            if note:
+                notes.append(note)
+        self.warning = "; ".join(notes) or None
 
     def check(self) -> CheckResult:
         """A one-row request query on Helicone's REST API: the key, nothing written."""

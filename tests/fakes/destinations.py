@@ -633,15 +633,55 @@ class FakeHelicone(FakeServer):
     """Helicone's worker ``POST /custom/v1/log``: Bearer key (else 401), body checked like the
     worker's ``validateAsyncLogModel`` (400 with ``{"error"}``), 200 ``ok`` with ``helicone-id``.
     ``storage_error`` makes it answer as when its storage step fails: 200 ``{"error": …}``.
-    ``POST /v1/request/query`` serves the connection check."""
+    ``POST /v1/request/query`` serves the connection check. ``POST /v1/request/{id}/score`` is
+    jawn's ``AddScores``: Bearer key (else 401 ``{"data": null, "error"}``), a UUID request id, a
+    body that is exactly ``{"scores": {name: integer | boolean}}`` (else 400 with the reason);
+    stored in ``scores`` (request id → name → value, a re-sent name overwrites, as Helicone's
+    one-value-per-name map does), 200 ``{"data": null, "error": null}``."""
 
     def __init__(self, *, api_key: str = "sk-helicone-test", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.api_key = api_key
         self.logs: dict[str, dict[str, Any]] = {}
+        self.scores: dict[str, dict[str, int | bool]] = {}
         self.storage_error: str | None = None
 
+    def receive_scores(self, request: RecordedRequest, request_id: str) -> Reply:
+        if request.header("authorization") != f"Bearer {self.api_key}":
+            return Reply(401, {"data": None, "error": "Unauthorized"})
+        try:
+            uuid.UUID(request_id)
+        except ValueError:
+            return self.problem(
+                request, f"request id {request_id!r} is not a UUID", 400, {"data": None, "error": "Invalid requestId"}
+            )
+        try:
+            body = request.json()
+        except ValueError:
+            return self.problem(request, "score body is not JSON", 400, {"data": None, "error": "Invalid JSON"})
+        if not isinstance(body, dict) or set(body) != {"scores"} or not isinstance(body["scores"], dict):
+            return self.problem(
+                request,
+                f"score body is not {{'scores': {{...}}}}: {body!r}",
+                400,
+                {"data": None, "error": "Invalid body"},
+            )
+        scores = body["scores"]
+        for name, value in scores.items():
+            if not name or not (isinstance(value, bool) or isinstance(value, int)):
+                return self.problem(
+                    request,
+                    f"score {name!r}: {value!r} is not an integer or a boolean",
+                    400,
+                    {"data": None, "error": f"Invalid score value for {name}"},
+                )
+        self.scores.setdefault(request_id, {}).update(scores)
+        return Reply(200, {"data": None, "error": None})
+
     def handle(self, request: RecordedRequest) -> Reply:
+        match = re.fullmatch(r"/v1/request/([^/]+)/score", request.path)
+        if request.method == "POST" and match:
+            return self.receive_scores(request, match.group(1))
         if request.method == "POST" and request.path == "/v1/request/query":
             if request.header("authorization") != f"Bearer {self.api_key}":
                 return Reply(401, {"error": "Unauthorized", "data": None})

@@ -12,7 +12,16 @@ import pytest
 
 from integrations.exporters import ids
 from integrations.exporters.base import ExportError
-from tests.fakes import FakeDatadog, FakeLangfuse, FakeLangSmith, FakeMlflow, FakeOtlpCollector, FakePhoenix, FakeWeave
+from tests.fakes import (
+    FakeDatadog,
+    FakeHelicone,
+    FakeLangfuse,
+    FakeLangSmith,
+    FakeMlflow,
+    FakeOtlpCollector,
+    FakePhoenix,
+    FakeWeave,
+)
 from tests.fakes.server import Reply
 from traces.records import ScoreRecord
 
@@ -215,8 +224,82 @@ def test_otlp_log_records_rejected_by_the_collector_fail_with_its_message(http) 
     assert caught.value.permanent
 
 
-@pytest.mark.parametrize("platform", ["helicone"])
-def test_a_platform_without_scores_says_so(platform) -> None:
-    from integrations.registry import exporter_class
+def test_helicone_gets_integer_and_boolean_scores_on_the_request_it_logged(http) -> None:
+    with FakeHelicone(api_key="sk-helicone-test") as server:
+        config = {"apiKey": "sk-helicone-test", "endpoint": server.url, "apiUrl": server.url}
+        exporter = make_exporter("helicone", config, http)
+        exporter.export([make_record(trace_id="trc_0190a1b2c3d4e5f6", team_id=7)])
+        for one in (*SCORES[:2], score("stars", 4, "numeric", score_id="s4")):
+            exporter.export_scores([one])
+        exporter.export_scores([score("stars", 4, "numeric", score_id="s4")])  # a re-send overwrites
+    assert server.problems == []
+    request_id = str(ids.run_uuid(7, "trc_0190a1b2c3d4e5f6"))
+    assert list(server.logs) == [request_id]
+    assert server.scores == {request_id: {"helpfulness": 1, "thumbs": False, "stars": 4}}
+    scored = [r for r in server.requests if r.path.endswith("/score")]
+    assert {r.header("authorization") for r in scored} == {"Bearer sk-helicone-test"}
+    assert scored[0].json() == {"scores": {"helpfulness": 1}}
 
-    assert exporter_class(platform).supports_scores is False
+
+def test_helicone_rounds_a_fractional_score_and_warns(http) -> None:
+    with FakeHelicone() as server:
+        exporter = make_exporter("helicone", {"apiKey": "sk-helicone-test", "apiUrl": server.url}, http)
+        exporter.export_scores([score("helpfulness", 2.5, "numeric")])
+        assert exporter.warning == "Helicone takes integer scores: 'helpfulness' 2.5 was sent as 3"
+        exporter.export_scores([score("stars", 3.0, "numeric")])
+        assert exporter.warning is None
+    assert server.problems == []
+    assert server.scores[str(ids.run_uuid(7, "trc_0190a1b2c3d4e5f6"))] == {"helpfulness": 3, "stars": 3}
+
+
+@pytest.mark.parametrize(
+    ("value", "data_type", "reason"),
+    [
+        ("billing", "categorical", "numbers and booleans only"),
+        (float("nan"), "numeric", "not finite"),
+        (1e300, "numeric", "64-bit"),
+    ],
+)
+def test_helicone_refuses_what_it_cannot_store_for_good_without_sending(http, value, data_type, reason) -> None:
+    with FakeHelicone() as server:
+        exporter = make_exporter("helicone", {"apiKey": "sk-helicone-test", "apiUrl": server.url}, http)
+        with pytest.raises(ExportError, match=reason) as caught:
+            exporter.export_scores([score("topic", value, data_type)])
+    assert caught.value.permanent
+    assert server.requests == []
+
+
+def test_helicone_refuses_a_score_on_a_span_it_never_logged(http) -> None:
+    from dataclasses import replace
+
+    with FakeHelicone() as server:
+        exporter = make_exporter("helicone", {"apiKey": "sk-helicone-test", "apiUrl": server.url}, http)
+        with pytest.raises(ExportError, match="span of kind 'tool'") as caught:
+            exporter.export_scores([replace(score("stars", 4, "numeric"), trace_kind="tool")])
+        exporter.export_scores([replace(score("stars", 4, "numeric"), trace_kind="embedding")])
+    assert caught.value.permanent
+    assert [r.path for r in server.requests] == [f"/v1/request/{ids.run_uuid(7, 'trc_0190a1b2c3d4e5f6')}/score"]
+
+
+def test_helicone_refusing_a_score_is_a_permanent_error_with_its_reason(http) -> None:
+    with FakeHelicone() as server:
+        server.queue(Reply(400, {"data": None, "error": "Invalid score value for stars"}))
+        exporter = make_exporter("helicone", {"apiKey": "sk-helicone-test", "apiUrl": server.url}, http)
+        with pytest.raises(ExportError, match="Invalid score value for stars") as caught:
+            exporter.export_scores([score("stars", 4, "numeric")])
+    assert caught.value.permanent and caught.value.status_code == 400
+
+
+def test_helicone_answering_200_with_an_error_is_a_retryable_failure(http) -> None:
+    with FakeHelicone() as server:
+        server.queue(Reply(200, {"data": None, "error": "Error adding scores: timeout"}))
+        exporter = make_exporter("helicone", {"apiKey": "sk-helicone-test", "apiUrl": server.url}, http)
+        with pytest.raises(ExportError, match="did not store the score: Error adding scores") as caught:
+            exporter.export_scores([score("stars", 4, "numeric")])
+    assert not caught.value.permanent
+
+
+def test_every_platform_takes_scores() -> None:
+    from integrations.registry import PLATFORMS, exporter_class
+
+    assert [p for p in PLATFORMS if not exporter_class(p).supports_scores] == []
