@@ -236,6 +236,15 @@ def _service_programs(options: Options, env: dict[str, str]) -> list[Program]:
             cwd=ROOT,
             ready_line=r"@\S+ ready\.",
         ),
+        # Backfill (docs/delivery.md): its own small worker, so live delivery never waits behind it.
+        Program(
+            "backfill",
+            [*celery, "worker", "-Q", "backfill", "-P", "threads", "-c", "3"]
+            + ["-l", "info", "-n", "backfill@%h", *QUIET_WORKER],
+            env=env,
+            cwd=ROOT,
+            ready_line=r"@\S+ ready\.",
+        ),
         Program(
             "worker",
             [*celery, "worker", "-Q", "ingest,reports", "-c", str(options.worker_concurrency)]
@@ -269,7 +278,7 @@ def _stop_all(sup: Supervisor) -> None:
     """The web and workers first (they finish their requests and tasks), then the servers."""
     reason = {int(signal.SIGINT): "Ctrl-C", int(signal.SIGTERM): "SIGTERM"}.get(sup.stop_requested or 0, "")
     sup.say(f"stopping{f' ({reason})' if reason else ''}: web and workers, then the database")
-    sup.stop(["web", "delivery", "worker", "beat", "setup"], APP_STOP_GRACE_S)
+    sup.stop(["web", "delivery", "backfill", "worker", "beat", "setup"], APP_STOP_GRACE_S)
     sup.stop(["valkey", "postgres"], SERVER_STOP_GRACE_S)
     sup.say("stopped")
 
