@@ -69,7 +69,13 @@ class Delivery(models.Model):
     # The backfill that wrote this row (docs/delivery.md, "Backfill"); null for live routing. No
     # constraint (a hot table) and a partial index: live rows stay out of it.
     backfill = models.ForeignKey(
-        "Backfill", null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="deliveries", db_index=False
+        "Backfill",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="deliveries",
+        db_index=False,
     )
 
     class Meta:
@@ -263,7 +269,9 @@ class Backfill(models.Model):
         db_table = "delivery_backfill"
         indexes = [
             models.Index(fields=["integration", "-id"], name="backfill_integration"),
-            models.Index(fields=["heartbeat_at"], condition=models.Q(status__in=["pending", "running"]), name="backfill_active"),
+            models.Index(
+                fields=["heartbeat_at"], condition=models.Q(status__in=["pending", "running"]), name="backfill_active"
+            ),
         ]
 
     def __str__(self) -> str:

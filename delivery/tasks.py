@@ -19,8 +19,8 @@ from django.db import InterfaceError, OperationalError
 from config.celery import Queue, ensure_interval_task
 
 from . import lease
-from .client import close_http_client
 from .backfill.job import BACKFILL_TASK, publish_job, run_slice, sweep_backfills
+from .client import close_http_client
 from .engine import deliver_batch
 from .outbox import DELIVER_TASK
 from .scores import SEND_SCORES_TASK, send_scores, sweep_scores

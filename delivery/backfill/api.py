@@ -115,8 +115,10 @@ class BackfillSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     integration = serializers.IntegerField(source="integration_id")
     status = serializers.ChoiceField(choices=BackfillStatus.choices)
-    total = serializers.IntegerField(help_text="Traces in the period matching the filters (counted at the start), "
-                                     "plus the spans of their runs from outside it (added as they are sent).")
+    total = serializers.IntegerField(
+        help_text="Traces in the period matching the filters (counted at the start), "
+        "plus the spans of their runs from outside it (added as they are sent)."
+    )
     sent = serializers.IntegerField(help_text="Delivered by this backfill.")
     skipped = serializers.IntegerField(
         help_text="Already at this destination (live or an earlier backfill), or not routed here by the rules."

@@ -81,9 +81,8 @@ def claim(backfill_id: int) -> uuid.UUID | None:
     token = uuid.uuid4()
     now = timezone.now()
     free = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale_before(now))
-    taken = (
-        Backfill.objects.filter(Q(pk=backfill_id, status__in=BACKFILL_ACTIVE) & free)
-        .update(status=BackfillStatus.RUNNING, claim_token=token, heartbeat_at=now)
+    taken = Backfill.objects.filter(Q(pk=backfill_id, status__in=BACKFILL_ACTIVE) & free).update(
+        status=BackfillStatus.RUNNING, claim_token=token, heartbeat_at=now
     )
     if not taken:
         return None
@@ -132,9 +131,7 @@ class _Runner:
 
     def room(self) -> float | int:
         """How many rows may be written now: the backlog's room, then the quota's."""
-        waiting = Delivery.objects.filter(
-            team_id=self.job.team_id, destination=self.name, status__in=WAITING
-        ).count()
+        waiting = Delivery.objects.filter(team_id=self.job.team_id, destination=self.name, status__in=WAITING).count()
         room: float | int = int(settings.TRACERELAY_BACKFILL_MAX_BACKLOG) - waiting
         if self.quota is not None:
             used = usage(self.integration.pk, self.quota)
@@ -202,7 +199,9 @@ class _Runner:
             return False
         return dest.name == self.name or dest.name == self.integration.platform
 
-    def insert(self, traces: Sequence[Trace], specs: Sequence[dict[str, Any]], rule: str | None) -> list[tuple[int, Any]]:
+    def insert(
+        self, traces: Sequence[Trace], specs: Sequence[dict[str, Any]], rule: str | None
+    ) -> list[tuple[int, Any]]:
         """Outbox rows for the traces this integration has none for: [(delivery id, trace pk)]."""
         if not traces:
             return []
@@ -274,9 +273,7 @@ class _Runner:
         return True
 
 
-def run_slice(
-    backfill_id: int, *, seconds: float = SLICE_S, sleep: Callable[[float], None] = time.sleep
-) -> bool:
+def run_slice(backfill_id: int, *, seconds: float = SLICE_S, sleep: Callable[[float], None] = time.sleep) -> bool:
     """Run the job for about ``seconds``; True when it should go on (in a new task)."""
     token = claim(backfill_id)
     if token is None:

@@ -52,7 +52,12 @@ def backfill_start(
             actor=actor,
             action="integration.backfill",
             target=integration.name,
-            data={"backfill": job.pk, "since": since.isoformat(), "until": until.isoformat(), "apply_rules": apply_rules},
+            data={
+                "backfill": job.pk,
+                "since": since.isoformat(),
+                "until": until.isoformat(),
+                "apply_rules": apply_rules,
+            },
         )
         transaction.on_commit(lambda: jobs.publish_job(job.pk))
     return job
