@@ -45,7 +45,7 @@ class BackfillForm(forms.Form):
     tag = forms.CharField(required=False, max_length=200)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         for name in ("since", "until"):  # the inputs have no zone: they are UTC, as the label says
             if data.get(name) is not None:
                 data[name] = data[name].replace(tzinfo=UTC)
