@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 
 BACKFILL_TASK = "delivery.backfill"
 CHUNK = 500  # traces read per step (at most max_per_second of them)
-SLICE_S = 20.0  # a task runs the job this long, then hands it to a fresh task
 WAIT_S = 0.5  # pause when the destination is busy, over its quota or its circuit is open
 RUN_RULE = "backfill"
 SENT = ("delivered",)
@@ -273,8 +272,11 @@ class _Runner:
         return True
 
 
-def run_slice(backfill_id: int, *, seconds: float = SLICE_S, sleep: Callable[[float], None] = time.sleep) -> bool:
-    """Run the job for about ``seconds``; True when it should go on (in a new task)."""
+def run_slice(backfill_id: int, *, seconds: float | None = None, sleep: Callable[[float], None] = time.sleep) -> bool:
+    """Run the job for about ``seconds`` (TRACERELAY_BACKFILL_SLICE_S); True when it should go on
+    (in a new task)."""
+    if seconds is None:
+        seconds = float(settings.TRACERELAY_BACKFILL_SLICE_S)
     token = claim(backfill_id)
     if token is None:
         return False
