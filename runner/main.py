@@ -214,7 +214,7 @@ def _start_servers(sup: Supervisor, settings: Any, data_dir: Path, options: Opti
 
 
 def _service_programs(options: Options, env: dict[str, str]) -> list[Program]:
-    """The web, then the delivery worker, the ingest/reports worker and beat."""
+    """The web, then the delivery worker, the backfill worker, the ingest/reports worker and beat."""
     python = sys.executable
     celery = [python, "-m", "celery", "-A", "config"]
     return [
