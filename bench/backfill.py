@@ -218,7 +218,8 @@ def _live(principal: Any, sink: str, rate: float, stop: Any, *, check_every: flo
         results = traces_ingest(principal=principal, items=items, source="api")
         now = time.time()
         for r in results:
-            committed[r.trace.trace_id] = now
+            if r.trace is not None:
+                committed[r.trace.trace_id] = now
         next_at += tick
         pause = next_at - time.perf_counter()
         if pause > 0:

@@ -152,6 +152,8 @@ class _Runner:
         if self.job.cursor:
             at, pk = parse_datetime(self.job.cursor[0]), uuid.UUID(self.job.cursor[1])
             qs = qs.filter(Q(timestamp__gt=at) | Q(timestamp=at, pk__gt=pk))
+        if self.routing is None:  # without rules only the keys are needed, not the payloads
+            qs = qs.only("pk", "timestamp", "trace_id", "run_id", "parent_id")
         rows = list(qs[:n])
         if not rows:
             return _Step(done=True)
