@@ -375,3 +375,45 @@ def test_a_job_fails_with_its_reason(api, team, published, monkeypatch):
     job = api.get(f"/api/v1/backfills/{job_id}").json()
     assert job["status"] == "failed" and "the database went away" in job["error"]
     assert _problem(api.delete(f"/api/v1/backfills/{job_id}"), 409)["current_status"] == "failed"
+
+
+class Enough(BaseException):
+    pass
+
+
+def test_it_writes_at_most_max_per_second(api, team, published):
+    stored_traces(team, 250)
+    hook = make_integration(team, "hook")
+    job_id = start(api, hook, max_per_second=100)["id"]
+    pauses: list[float] = []
+    written: list[int] = []
+
+    def pause(seconds: float) -> None:
+        pauses.append(seconds)
+        written.append(Delivery.objects.filter(backfill_id=job_id).count())
+        if len(pauses) == 3:
+            raise Enough
+
+    with pytest.raises(Enough):
+        run_slice(job_id, seconds=30, sleep=pause)
+
+    assert written == [100, 200, 250]  # chunks of max_per_second
+    assert pauses == pytest.approx([1.0, 1.0, 0.5], abs=0.01)  # each chunk takes its second
+
+
+def test_its_tasks_and_rows_go_to_the_backfill_queue(monkeypatch):
+    from config.celery import app
+
+    calls: list[tuple[str, dict]] = []
+    monkeypatch.setattr(app, "send_task", lambda name, **kw: calls.append((name, kw)))
+
+    backfill_job.publish_job(7)
+    backfill_job.publish_rows(list(range(1, 901)))
+
+    assert [(name, kw["queue"]) for name, kw in calls] == [
+        ("delivery.backfill", "backfill"),
+        ("routing.deliver", "backfill"),
+        ("routing.deliver", "backfill"),
+        ("routing.deliver", "backfill"),
+    ]
+    assert [len(kw["args"][0]) for _, kw in calls[1:]] == [400, 400, 100]
