@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import logging
 import os
 import sys
 import tempfile
@@ -157,6 +158,8 @@ def main() -> None:
                 f"   {label:22}{p[0]:>7.0f}ms{p[1]:>7.0f}ms{p[2]:>7.0f}ms{max(values) * 1000:>7.0f}ms{len(values):>9,}"
             )
     finally:
+        # This process's cache-invalidation listener would log the broker going away.
+        logging.getLogger("config.invalidation").setLevel(logging.CRITICAL)
         for proc in reversed(procs):
             proc.stop()
     print(f"\n(logs and data in {workdir})")
