@@ -82,8 +82,10 @@ def _integration(request: DashboardRequest, integration_id: int) -> Integration:
 
 @team_view()
 def backfill_jobs(request: DashboardRequest, integration_id: int) -> HttpResponse:
-    """The jobs table alone (htmx polls it while a job runs)."""
+    """The jobs table alone, for htmx polling while a job runs; a browser's own visit goes to the page."""
     integration = _integration(request, integration_id)
+    if not request.htmx:
+        return redirect(f"/integrations/{integration.pk}#backfill")
     context = {"integration": integration, **jobs_context(integration)}
     return render(request, "integrations/_backfills.html", context)
 

@@ -86,7 +86,7 @@ def test_others_see_the_jobs_but_cannot_start_or_cancel(as_role, role, team, hoo
     assert 'value="50"' in page and "Start backfill" not in page  # 20 of 40 done (skipped)
     assert client.post(f"/integrations/{hook.pk}/backfill", form()).status_code == 403
     assert client.post(f"/integrations/{hook.pk}/backfills/{job.pk}/cancel").status_code == 403
-    partial = client.get(f"/integrations/{hook.pk}/backfills")
+    partial = client.get(f"/integrations/{hook.pk}/backfills", HTTP_HX_REQUEST="true")
     assert partial.status_code == 200 and f'id="backfill-{job.pk}"' in partial.content.decode()
 
 
@@ -105,7 +105,7 @@ def test_an_admin_cancels_a_running_job_and_polling_stops(as_role, team, hook):
     assert response.status_code == 302
     job.refresh_from_db()
     assert job.status == BackfillStatus.CANCELLED
-    partial = client.get(f"/integrations/{hook.pk}/backfills").content.decode()
+    partial = client.get(f"/integrations/{hook.pk}/backfills", HTTP_HX_REQUEST="true").content.decode()
     assert "Cancelled" in partial and "every 2s" not in partial
     client.post(f"/integrations/{hook.pk}/backfills/{job.pk}/cancel")  # again: a message, no change
     assert client.post(f"/integrations/{hook.pk}/backfills/999999/cancel").status_code == 404
@@ -115,4 +115,9 @@ def test_another_teams_integration_is_a_404(as_role, other_team):
     theirs = make_hook(other_team)
     client = as_role("admin")
     assert client.post(f"/integrations/{theirs.pk}/backfill", form()).status_code == 404
-    assert client.get(f"/integrations/{theirs.pk}/backfills").status_code == 404
+    assert client.get(f"/integrations/{theirs.pk}/backfills", HTTP_HX_REQUEST="true").status_code == 404
+
+
+def test_the_jobs_partial_visited_directly_goes_to_the_page(as_role, hook):
+    response = as_role("viewer").get(f"/integrations/{hook.pk}/backfills")
+    assert response.status_code == 302 and response["Location"] == f"/integrations/{hook.pk}#backfill"
