@@ -417,3 +417,17 @@ def test_its_tasks_and_rows_go_to_the_backfill_queue(monkeypatch):
         ("routing.deliver", "backfill"),
     ]
     assert [len(kw["args"][0]) for _, kw in calls[1:]] == [400, 400, 100]
+
+
+def test_beat_gets_the_stalled_backfills_sweep(settings):
+    from django_celery_beat.models import PeriodicTask
+
+    from delivery.tasks import BACKFILL_SWEEPER_NAME, ensure_sweeper_schedule
+
+    settings.TRACERELAY_BACKFILL_SWEEP_INTERVAL_S = 9
+    ensure_sweeper_schedule()
+    ensure_sweeper_schedule()  # idempotent
+
+    task = PeriodicTask.objects.get(name=BACKFILL_SWEEPER_NAME)
+    assert (task.task, task.queue) == ("delivery.sweep_backfills", "backfill")
+    assert (task.interval.every, task.interval.period) == (9, "seconds")
