@@ -30,6 +30,7 @@ from config.celery import Queue, app
 from config.jsoncodec import dumps
 from integrations.models import Integration
 from integrations.options.quota import Quota, usage
+from integrations.selectors import resolve_target
 from routing.router import DestinationSpec, route
 from routing.selectors import compiled_routing
 from traces.filters import parse_trace_filter
@@ -114,9 +115,24 @@ class _Runner:
         self.integration: Integration = job.integration
         self.name = self.integration.name
         self.quota = Quota.of(self.integration.config or {})
-        self.breaker = CircuitBreaker(job.team_id, self.name)
+        self.names = self._names()
+        self.breakers = [CircuitBreaker(job.team_id, name) for name in self.names]
         self.filter = parse_trace_filter(job.filters or {})
         self.routing = compiled_routing(job.team_id) if job.apply_rules else None
+
+    def _names(self) -> list[str]:
+        """The destination names that reach this integration: its own, and its platform's when a
+        rule naming the platform resolves to it (`integrations.selectors.resolve_target`)."""
+        names = [self.name]
+        platform = self.integration.platform
+        if platform != self.name:
+            try:
+                found, _ = resolve_target(self.job.team_id, {"name": platform})
+            except Exception:  # no integration of that platform, or one that cannot be prepared: only the name
+                found = None
+            if found is not None and found.pk == self.integration.pk:
+                names.append(platform)
+        return names
 
     def window(self) -> QuerySet[Trace]:
         qs = Trace.objects.filter(team_id=self.job.team_id, timestamp__gte=self.job.since, timestamp__lt=self.job.until)
@@ -130,7 +146,9 @@ class _Runner:
 
     def room(self) -> float | int:
         """How many rows may be written now: the backlog's room, then the quota's."""
-        waiting = Delivery.objects.filter(team_id=self.job.team_id, destination=self.name, status__in=WAITING).count()
+        waiting = Delivery.objects.filter(
+            team_id=self.job.team_id, destination__in=self.names, status__in=WAITING
+        ).count()
         room: float | int = int(settings.TRACERELAY_BACKFILL_MAX_BACKLOG) - waiting
         if self.quota is not None:
             used = usage(self.integration.pk, self.quota)
@@ -142,7 +160,7 @@ class _Runner:
         return room
 
     def step(self) -> _Step:
-        if self.breaker.is_open():
+        if any(breaker.is_open() for breaker in self.breakers):
             return _Step(wait_s=WAIT_S)
         room = self.room()
         if room <= 0:
@@ -198,7 +216,7 @@ class _Runner:
     def _is_here(self, dest: DestinationSpec) -> bool:
         if dest.url:
             return False
-        return dest.name == self.name or dest.name == self.integration.platform
+        return dest.name in self.names
 
     def insert(
         self, traces: Sequence[Trace], specs: Sequence[dict[str, Any]], rule: str | None
@@ -216,7 +234,8 @@ class _Runner:
                 SELECT %s, c.trace_id, %s, c.spec, c.rule, %s, 0, %s, '', 0, %s, %s, %s, %s
                 FROM unnest(%s::uuid[], %s::jsonb[], %s::text[]) AS c(trace_id, spec, rule)
                 WHERE NOT EXISTS (
-                    SELECT 1 FROM routing_delivery d WHERE d.trace_id = c.trace_id AND d.integration_id = %s
+                    SELECT 1 FROM routing_delivery d
+                    WHERE d.trace_id = c.trace_id AND (d.integration_id = %s OR d.destination = ANY(%s::text[]))
                 )
                 ON CONFLICT (trace_id, destination) DO NOTHING
                 RETURNING id, trace_id
@@ -234,6 +253,7 @@ class _Runner:
                     [Jsonb(s, dumps=dumps) for s in specs],
                     rules,
                     self.integration.pk,
+                    self.names,
                 ],
             )
             return [(row[0], row[1]) for row in cursor.fetchall()]

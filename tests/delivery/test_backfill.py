@@ -117,16 +117,17 @@ def test_a_webhook_added_after_50_traces_receives_all_50_and_a_second_backfill_s
 
 
 def test_traces_the_destination_already_has_are_skipped_in_any_state(api, team, sink, published):
-    traces = stored_traces(team, 4)
+    traces = stored_traces(team, 5)
     hook = make_integration(team, "hook", config={"url": sink.url, "headers": {}, "secret": SECRET})
     make_delivery(team, "hook", trace=traces[0], status=DeliveryStatus.DELIVERED)
     make_delivery(team, "hook", trace=traces[1], status=DeliveryStatus.PENDING)
     make_delivery(team, "webhook", trace=traces[2], status=DeliveryStatus.DEAD, integration=hook)  # by platform
+    make_delivery(team, "webhook", trace=traces[3], status=DeliveryStatus.PENDING)  # by platform, not tried yet
 
     job = drive(start(api, hook)["id"], published)
 
-    assert set(sink.stored) == {traces[3].trace_id}
-    assert (job.total, job.sent, job.skipped) == (4, 1, 3)
+    assert set(sink.stored) == {traces[4].trace_id}
+    assert (job.total, job.sent, job.skipped) == (5, 1, 4)
 
 
 def test_with_rules_it_sends_what_the_rules_route_here_and_without_everything(api, team, sink, published):
