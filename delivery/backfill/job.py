@@ -160,6 +160,7 @@ class _Runner:
         return room
 
     def step(self) -> _Step:
+        began = time.monotonic()
         if any(breaker.is_open() for breaker in self.breakers):
             return _Step(wait_s=WAIT_S)
         room = self.room()
@@ -196,7 +197,8 @@ class _Runner:
             return _Step(done=True)
         if ids:
             publish_rows(ids)
-        return _Step(wait_s=len(rows) / max(1, job.max_per_second))
+        # The chunk's share of a second at max_per_second, less the time the step itself took.
+        return _Step(wait_s=max(0.0, len(rows) / max(1, job.max_per_second) - (time.monotonic() - began)))
 
     def choose(self, rows: list[Trace]) -> tuple[list[Trace], list[dict[str, Any]], int]:
         """The traces to send and each one's routed destination; the number rules did not route here."""
