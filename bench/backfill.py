@@ -7,7 +7,7 @@ and live delivery's latency with and without a backfill running, side by side, i
 What it runs (all on loopback, as bench/delivery.py): its own redis-server, two webhook sinks in
 processes of their own answering after ``--latency-ms`` (``live``: where the routing rule sends
 every ingested trace; ``archive``: the integration backfilled), a delivery worker as bin/run starts
-it (``-Q delivery -P threads -c 8``) and the backfill worker (``-Q backfill -P threads -c 3``),
+it (``-Q delivery -P threads -c 8``) and the backfill worker (``nice -n 10 … -Q backfill -P threads -c 3``),
 against a Postgres database of its own (``tracerelay_bench_backfill``).
 
 1. ``--traces`` traces are stored an hour back (before the ``archive`` integration exists).
@@ -89,7 +89,8 @@ def main() -> None:
         _store(team_id, args.traces)
 
         for queue, threads in (("delivery", 8), ("backfill", 3)):
-            argv = [bd.CELERY, "-A", "config", "worker", "-Q", queue, "--without-gossip", "--without-mingle",
+            nice = ["nice", "-n", "10"] if queue == "backfill" else []  # as bin/run starts it
+            argv = [*nice, bd.CELERY, "-A", "config", "worker", "-Q", queue, "--without-gossip", "--without-mingle",
                     "-P", "threads", "-c", str(threads), "-n", f"bench-{queue}-{uuid.uuid4().hex[:6]}@%h",
                     "--loglevel", "WARNING"]  # fmt: skip
             procs.append(bd.Proc(argv, env, workdir / f"worker-{queue}.log"))

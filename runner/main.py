@@ -236,10 +236,11 @@ def _service_programs(options: Options, env: dict[str, str]) -> list[Program]:
             cwd=ROOT,
             ready_line=r"@\S+ ready\.",
         ),
-        # Backfill (docs/delivery.md): its own small worker, so live delivery never waits behind it.
+        # Backfill (docs/delivery.md): its own small worker, so live delivery never waits behind it,
+        # at a lower CPU priority (nice 10), so that the live workers and the web go first on a busy box.
         Program(
             "backfill",
-            [*celery, "worker", "-Q", "backfill", "-P", "threads", "-c", "3"]
+            ["nice", "-n", "10", *celery, "worker", "-Q", "backfill", "-P", "threads", "-c", "3"]
             + ["-l", "info", "-n", "backfill@%h", *QUIET_WORKER],
             env=env,
             cwd=ROOT,
