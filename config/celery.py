@@ -11,6 +11,7 @@ class Queue(StrEnum):
     INGEST = "ingest"
     DELIVERY = "delivery"
     REPORTS = "reports"
+    BACKFILL = "backfill"  # low priority: its own worker, so live delivery never waits behind it
 
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")

@@ -66,6 +66,17 @@ class Delivery(models.Model):
     replayed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
+    # The backfill that wrote this row (docs/delivery.md, "Backfill"); null for live routing. No
+    # constraint (a hot table) and a partial index: live rows stay out of it.
+    backfill = models.ForeignKey(
+        "Backfill",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="deliveries",
+        db_index=False,
+    )
 
     class Meta:
         # The table kept its name when the model moved here from `routing` (no rewrite of a hot table).
@@ -118,6 +129,9 @@ class Delivery(models.Model):
                 include=["integration"],
                 condition=models.Q(status__in=["pending", "sending", "dead"]),
                 name="delivery_team_waiting",
+            ),
+            models.Index(
+                fields=["backfill", "status"], condition=models.Q(backfill__isnull=False), name="delivery_of_backfill"
             ),
         ]
 
@@ -209,3 +223,56 @@ class ScoreDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"score {self.score_id} → {self.destination} ({self.status})"
+
+
+class BackfillStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+BACKFILL_ACTIVE = (BackfillStatus.PENDING, BackfillStatus.RUNNING)
+
+
+class Backfill(models.Model):
+    """Stored traces sent to one integration after the fact (docs/delivery.md, "Backfill").
+
+    The job walks the traces of [since, until) matching ``filters`` in (timestamp, id) order and
+    writes an outbox row (`Delivery.backfill`) for each one the integration has no row for;
+    ``cursor`` is the last (timestamp, id) done, so a job taken over by another worker goes on
+    where it stopped. ``heartbeat_at``/``claim_token`` are the running task's claim on the job."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    integration = models.ForeignKey("integrations.Integration", on_delete=models.CASCADE, related_name="backfills")
+    since = models.DateTimeField()
+    until = models.DateTimeField()
+    filters = models.JSONField(default=dict, blank=True, help_text="The feed's filters, as given.")
+    apply_rules = models.BooleanField(default=False)
+    max_per_second = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=BackfillStatus.choices, default=BackfillStatus.PENDING)
+    total = models.PositiveIntegerField(default=0)
+    sent = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    cursor = models.JSONField(null=True, blank=True, help_text="[timestamp, trace pk] of the last trace done.")
+    claim_token = models.UUIDField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        db_table = "delivery_backfill"
+        indexes = [
+            models.Index(fields=["integration", "-id"], name="backfill_integration"),
+            models.Index(
+                fields=["heartbeat_at"], condition=models.Q(status__in=["pending", "running"]), name="backfill_active"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"backfill {self.pk} → {self.integration_id} ({self.status})"

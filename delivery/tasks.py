@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError
 from config.celery import Queue, ensure_interval_task
 
 from . import lease
+from .backfill.job import BACKFILL_TASK, publish_job, run_slice, sweep_backfills
 from .client import close_http_client
 from .engine import deliver_batch
 from .outbox import DELIVER_TASK
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 # already in databases carry them.
 SWEEPER_TASK_NAME = "routing: sweep the delivery outbox"
 SWEEP_TASK = "routing.sweep_outbox"
+BACKFILL_SWEEPER_NAME = "delivery: take over stalled backfills"
+BACKFILL_SWEEP_TASK = "delivery.sweep_backfills"
 
 
 @shared_task(
@@ -84,10 +87,35 @@ def sweep_outbox() -> None:
         log.info("outbox sweep: %d reclaimed from dead workers, %d dispatched", report.reclaimed, report.dispatched)
 
 
+@shared_task(
+    name=BACKFILL_TASK,
+    queue=Queue.BACKFILL,
+    ignore_result=True,
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def backfill(backfill_id: int) -> None:
+    """Run a backfill for a slice of time, then hand it to a fresh task (docs/delivery.md, Backfill)."""
+    if run_slice(backfill_id):
+        publish_job(backfill_id)
+
+
+@shared_task(name=BACKFILL_SWEEP_TASK, queue=Queue.BACKFILL, ignore_result=True)
+def sweep_stalled_backfills() -> None:
+    found = sweep_backfills()
+    if found:
+        log.info("backfill sweep: %d jobs published again", found)
+
+
 def ensure_sweeper_schedule() -> None:
     """Write the sweeper's periodic task with TRACERELAY_OUTBOX_SWEEP_INTERVAL_S."""
     every = max(1, round(float(settings.TRACERELAY_OUTBOX_SWEEP_INTERVAL_S)))
     ensure_interval_task(name=SWEEPER_TASK_NAME, task=SWEEP_TASK, every=every, queue=Queue.DELIVERY)
+    every = max(1, round(float(settings.TRACERELAY_BACKFILL_SWEEP_INTERVAL_S)))
+    ensure_interval_task(name=BACKFILL_SWEEPER_NAME, task=BACKFILL_SWEEP_TASK, every=every, queue=Queue.BACKFILL)
 
 
 @beat_init.connect

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import editor, pages
+from .views import backfill, editor, pages
 
 urlpatterns = [
     path("integrations", pages.integration_list, name="integrations-page"),
@@ -15,6 +15,13 @@ urlpatterns = [
         "integrations/<int:integration_id>/dead-letters/replay",
         pages.dead_letters_replay_all,
         name="integrations-replay-all",
+    ),
+    path("integrations/<int:integration_id>/backfill", pages.backfill_new, name="integrations-backfill"),
+    path("integrations/<int:integration_id>/backfills", backfill.backfill_jobs, name="integrations-backfills"),
+    path(
+        "integrations/<int:integration_id>/backfills/<int:backfill_id>/cancel",
+        backfill.backfill_stop,
+        name="integrations-backfill-cancel",
     ),
     path(
         "integrations/<int:integration_id>/deliveries/<int:delivery_id>/replay",

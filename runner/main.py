@@ -214,7 +214,7 @@ def _start_servers(sup: Supervisor, settings: Any, data_dir: Path, options: Opti
 
 
 def _service_programs(options: Options, env: dict[str, str]) -> list[Program]:
-    """The web, then the delivery worker, the ingest/reports worker and beat."""
+    """The web, then the delivery worker, the backfill worker, the ingest/reports worker and beat."""
     python = sys.executable
     celery = [python, "-m", "celery", "-A", "config"]
     return [
@@ -232,6 +232,16 @@ def _service_programs(options: Options, env: dict[str, str]) -> list[Program]:
             "delivery",
             [*celery, "worker", "-Q", "delivery", "-P", "threads", "-c", str(options.delivery_threads)]
             + ["-l", "info", "-n", "delivery@%h", *QUIET_WORKER],
+            env=env,
+            cwd=ROOT,
+            ready_line=r"@\S+ ready\.",
+        ),
+        # Backfill (docs/delivery.md): its own small worker, so live delivery never waits behind it,
+        # at a lower CPU priority (nice 10), so that the live workers and the web go first on a busy box.
+        Program(
+            "backfill",
+            ["nice", "-n", "10", *celery, "worker", "-Q", "backfill", "-P", "threads", "-c", "3"]
+            + ["-l", "info", "-n", "backfill@%h", *QUIET_WORKER],
             env=env,
             cwd=ROOT,
             ready_line=r"@\S+ ready\.",
@@ -269,7 +279,7 @@ def _stop_all(sup: Supervisor) -> None:
     """The web and workers first (they finish their requests and tasks), then the servers."""
     reason = {int(signal.SIGINT): "Ctrl-C", int(signal.SIGTERM): "SIGTERM"}.get(sup.stop_requested or 0, "")
     sup.say(f"stopping{f' ({reason})' if reason else ''}: web and workers, then the database")
-    sup.stop(["web", "delivery", "worker", "beat", "setup"], APP_STOP_GRACE_S)
+    sup.stop(["web", "delivery", "backfill", "worker", "beat", "setup"], APP_STOP_GRACE_S)
     sup.stop(["valkey", "postgres"], SERVER_STOP_GRACE_S)
     sup.say("stopped")
 

@@ -39,6 +39,14 @@ TRACERELAY_DELIVERY_LEASE_S = env.float("TRACERELAY_DELIVERY_LEASE_S", default=2
 TRACERELAY_DELIVERY_HEARTBEAT_S = env.float("TRACERELAY_DELIVERY_HEARTBEAT_S", default=5.0)
 TRACERELAY_BREAKER_FAILURES = env.int("TRACERELAY_BREAKER_FAILURES", default=5)
 TRACERELAY_BREAKER_COOLDOWN_S = env.float("TRACERELAY_BREAKER_COOLDOWN_S", default=30.0)
+# Backfill (delivery.backfill; docs/delivery.md, Backfill): it writes more outbox rows only while the
+# destination has at most this many waiting or being sent; a running job whose heartbeat is older
+# than the stale time is taken over by the sweep (every sweep interval).
+TRACERELAY_BACKFILL_MAX_BACKLOG = env.int("TRACERELAY_BACKFILL_MAX_BACKLOG", default=1000)
+TRACERELAY_BACKFILL_STALE_S = env.float("TRACERELAY_BACKFILL_STALE_S", default=60.0)
+# A backfill task runs its job this long, then hands it to a fresh task (so it never holds a worker thread long).
+TRACERELAY_BACKFILL_SLICE_S = env.float("TRACERELAY_BACKFILL_SLICE_S", default=20.0)
+TRACERELAY_BACKFILL_SWEEP_INTERVAL_S = env.float("TRACERELAY_BACKFILL_SWEEP_INTERVAL_S", default=30.0)
 
 # Analytics (analytics.rollups, analytics.retention; docs/analytics.md).
 TRACERELAY_ANALYTICS_FOLD_INTERVAL_S = env.float("TRACERELAY_ANALYTICS_FOLD_INTERVAL_S", default=10.0)

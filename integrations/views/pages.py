@@ -14,12 +14,14 @@ from django.views.decorators.http import require_POST
 
 from accounts.access import DashboardRequest, request_actor, team_view
 from accounts.roles import Permission
+from delivery.backfill.services import backfill_start
 from delivery.selectors import dead_letters, integration_delivery, recent_delivery_counts
 from delivery.services import NotReplayable, deliveries_replay_dead, delivery_replay
 
 from .. import selectors, services
 from ..exporters.base import CheckResult
 from ..models import Integration, Platform
+from .backfill import BackfillForm, initial_form, jobs_context
 from .forms import field_label, pairs_text, platform_fields
 from .settings_view import settings_view
 
@@ -88,6 +90,8 @@ def _detail(request: DashboardRequest, integration: Integration, status: int = 2
         "dead_total": dead_total,
         "replay_all_label": f"Replay all {dead_total}",
         "dead_shown": DEAD_SHOWN,
+        "backfill_form": initial_form(),
+        **jobs_context(integration),
         **extra,
     }
     template = "integrations/detail.html"
@@ -158,3 +162,24 @@ def dead_letters_replay_all(request: DashboardRequest, integration_id: int) -> H
     else:
         messages.info(request, "There were no dead letters to replay.")
     return redirect("integrations-detail", integration.pk)
+
+
+@require_POST
+@team_view(MANAGE)
+def backfill_new(request: DashboardRequest, integration_id: int) -> HttpResponse:
+    integration = integration_or_404(request, integration_id)
+    form = BackfillForm(request.POST)
+    if not form.is_valid():
+        return _detail(request, integration, status=400, backfill_form=form)
+    data = form.cleaned_data
+    backfill_start(
+        integration=integration,
+        since=data["since"],
+        until=data["until"],
+        filters=data["filters"],
+        apply_rules=data["apply_rules"],
+        max_per_second=data["max_per_second"],
+        actor=request_actor(request),
+    )
+    messages.success(request, f"Backfill to {integration.name} started: it runs in the background.")
+    return redirect(f"/integrations/{integration.pk}#backfill")
