@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,13 +65,41 @@ def trace_page(
     breaks ties, so a deep page costs what the first one does.
     """
     qs = traces_for_team(team_id, trace_filter).defer(*(FEED_DEFERRED_WITH_INPUT if with_input else FEED_DEFERRED))
-    if cursor:
-        when, ident = decode_cursor(cursor)
-        qs = qs.filter(timestamp__lte=when).filter(Q(timestamp__lt=when) | Q(id__lt=ident))
-    rows = _read_page(qs.order_by("-timestamp", "-id")[: limit + 1])
+    rows = _keyset_page(qs, decode_cursor(cursor) if cursor else None, limit + 1)
     if len(rows) > limit:
         return rows[:limit], encode_cursor(rows[limit - 1])
     return rows, None
+
+
+def _keyset_page(qs: QuerySet[Trace], before: tuple[datetime, uuid.UUID] | None, limit: int) -> list[Trace]:
+    """Up to ``limit`` rows of ``qs`` older than ``before`` (timestamp, id) in the feed's order, newest first."""
+    if before is not None:
+        when, ident = before
+        qs = qs.filter(timestamp__lte=when).filter(Q(timestamp__lt=when) | Q(id__lt=ident))
+    return _read_page(qs.order_by("-timestamp", "-id")[:limit])
+
+
+EXPORT_DEFERRED = ("routing",)  # an export has no use for the routing decisions
+
+
+def trace_chunks(*, team_id: int, trace_filter: TraceFilter, size: int) -> Iterator[list[Trace]]:
+    """Every trace the feed lists for ``trace_filter``, newest first, in chunks of at most ``size``
+    (the export, `traces.export`): the feed's own pages, walked to the end on the (timestamp, id)
+    keyset with input and output read too, so a chunk costs what a feed page does at any depth and
+    the memory held is one chunk's, whatever the table's size.
+
+    No transaction spans the chunks (a minutes-long export must not hold a snapshot that long): a
+    trace stored during the walk is in it when it sorts below the rows already read.
+    """
+    qs = traces_for_team(team_id, trace_filter).defer(*EXPORT_DEFERRED)
+    before: tuple[datetime, uuid.UUID] | None = None
+    while True:
+        rows = _keyset_page(qs, before, size)
+        if rows:
+            yield rows
+        if len(rows) < size:
+            return
+        before = (rows[-1].timestamp, rows[-1].id)
 
 
 # Postgres's default (0.005) charges next to nothing per index entry read, so for a page near the end
