@@ -399,3 +399,60 @@ def test_import_needs_a_key_and_checks_its_flags(other_api):
     assert post_import(other_api, body, "?dry_run=true").json()["parameter"] == "dry_run"
     assert APIClient().generic("POST", IMPORT, body, content_type=NDJSON).status_code == 401
     assert not Trace.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_under_asgi_each_chunk_is_sent_before_the_next_is_read(prod_key, team, monkeypatch):
+    """Django reads a synchronous stream to its end before sending a byte under ASGI: the export's
+    stream is an asynchronous one, so memory holds one chunk whatever the export's size."""
+    import asyncio
+
+    from asgiref.sync import async_to_sync
+    from django.core.handlers.asgi import ASGIHandler
+
+    from traces import export
+
+    for i in range(5):
+        TraceFactory(team=team, trace_id=f"a{i}")
+    events: list[str] = []
+    real = export.trace_chunks
+
+    def spy(**kwargs):
+        for rows in real(**{**kwargs, "size": 2}):
+            events.append("read")
+            yield rows
+
+    monkeypatch.setattr(export, "trace_chunks", spy)
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": EXPORT,
+        "root_path": "",
+        "query_string": b"format=jsonl",
+        "headers": [(b"host", b"testserver"), (b"authorization", f"Bearer {prod_key._raw}".encode())],
+        "client": ("127.0.0.1", 5000),
+        "server": ("testserver", 80),
+    }
+    started: list[dict] = []
+    body: list[bytes] = []
+
+    async def receive():
+        if not started:
+            started.append({})
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Future()  # no disconnect: the handler cancels this when it is done
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            started.append(message)
+        elif message.get("body"):
+            events.append("sent")
+            body.append(message["body"])
+
+    async_to_sync(ASGIHandler())(scope, receive, send)
+    assert started[1]["status"] == 200
+    assert events == ["read", "sent", "read", "sent", "read", "sent"]
+    assert [orjson.loads(line)["id"] for line in b"".join(body).splitlines()] == ["a4", "a3", "a2", "a1", "a0"]
