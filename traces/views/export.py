@@ -11,7 +11,7 @@ from traces.export import FORMATS, export_response
 from .forms import FeedFilterForm
 
 
-@team_view()
+@team_view()  # type: ignore[type-var]  # typed for HttpResponse; a StreamingHttpResponse serves alike
 def trace_export(request: DashboardRequest) -> HttpResponse | StreamingHttpResponse:
     """Anyone who can read the feed can export it: it shows the same traces, with what the trace page shows."""
     fmt = request.GET.get("format", "jsonl")
