@@ -16,9 +16,10 @@ from __future__ import annotations
 import csv
 import io
 import zlib
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -98,12 +99,12 @@ _JSON_COLUMNS = frozenset({"tags", "metadata", "input", "output"})
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def trace_export_json(trace: Trace) -> dict[str, Any]:
-    """One stored trace in the webhook's trace shape."""
+def trace_export_json(trace: Trace | SimpleNamespace) -> dict[str, Any]:
+    """One stored trace (a row or `trace_chunks`' values of one) in the webhook's trace shape."""
     return trace_payload(Call.of(TraceRecord.from_trace(trace), EXPORT_TARGET))
 
 
-def jsonl_lines(rows: list[Trace]) -> bytes:
+def jsonl_lines(rows: Sequence[Trace | SimpleNamespace]) -> bytes:
     return b"".join(to_json(trace_export_json(t)).encode() + b"\n" for t in rows)
 
 
@@ -124,7 +125,7 @@ def csv_row(payload: Mapping[str, Any]) -> list[str]:
     return [_cell(column, values.get(column)) for column in CSV_COLUMNS]
 
 
-def csv_lines(rows: list[Trace] | None) -> bytes:
+def csv_lines(rows: Sequence[Trace | SimpleNamespace] | None) -> bytes:
     """The CSV lines of ``rows`` (RFC 4180, CRLF), or the header line when ``rows`` is None."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)

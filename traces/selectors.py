@@ -10,6 +10,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from django.db import connections, transaction
@@ -19,6 +20,7 @@ from config import cursors
 
 from .filters import TraceFilter
 from .models import CALL_KINDS, FeedColumn, FeedColumns, Plant, Status, Trace
+from .usage import DETAIL_FIELDS
 
 FEED_DEFERRED = ("input", "output", "routing")
 FEED_DEFERRED_WITH_INPUT = ("output", "routing")  # the prompt preview column reads the input
@@ -71,18 +73,30 @@ def trace_page(
     return rows, None
 
 
-def _keyset_page(qs: QuerySet[Trace], before: tuple[datetime, uuid.UUID] | None, limit: int) -> list[Trace]:
-    """Up to ``limit`` rows of ``qs`` older than ``before`` (timestamp, id) in the feed's order, newest first."""
+def _keyset_page(
+    qs: QuerySet[Trace], before: tuple[datetime, uuid.UUID] | None, limit: int, *, fields: Sequence[str] = ()
+) -> list[Any]:
+    """Up to ``limit`` rows of ``qs`` older than ``before`` (timestamp, id) in the feed's order, newest
+    first: model instances, or dicts of ``fields``."""
     if before is not None:
         when, ident = before
         qs = qs.filter(timestamp__lte=when).filter(Q(timestamp__lt=when) | Q(id__lt=ident))
-    return _read_page(qs.order_by("-timestamp", "-id")[:limit])
+    page = qs.order_by("-timestamp", "-id")
+    return _read_page(page.values(*fields)[:limit] if fields else page[:limit])
 
 
-EXPORT_DEFERRED = ("routing",)  # an export has no use for the routing decisions
+# What an export reads of a trace (`TraceRecord.from_trace`'s attributes): plain values, not model
+# instances, which cost a third of the export's time (bench/export.py).
+EXPORT_FIELDS = (
+    "id", "timestamp", "trace_id", "team_id", "model", "provider", "prompt_tokens", "completion_tokens",
+    "total_tokens", *DETAIL_FIELDS, "latency_ms", "time_to_first_token_ms", "status", "error_type",
+    "error_message", "input", "output", "tags", "metadata", "environment", "service_name", "session_id", "user_id",
+    "cost", "unpriced", "usage_estimated", "source", "client_cost", "price_source", "price_version", "run_id",
+    "parent_id", "kind", "name",
+)  # fmt: skip
 
 
-def trace_chunks(*, team_id: int, trace_filter: TraceFilter, size: int) -> Iterator[list[Trace]]:
+def trace_chunks(*, team_id: int, trace_filter: TraceFilter, size: int) -> Iterator[list[SimpleNamespace]]:
     """Every trace the feed lists for ``trace_filter``, newest first, in chunks of at most ``size``
     (the export, `traces.export`): the feed's own pages, walked to the end on the (timestamp, id)
     keyset with input and output read too, so a chunk costs what a feed page does at any depth and
@@ -91,10 +105,10 @@ def trace_chunks(*, team_id: int, trace_filter: TraceFilter, size: int) -> Itera
     No transaction spans the chunks (a minutes-long export must not hold a snapshot that long): a
     trace stored during the walk is in it when it sorts below the rows already read.
     """
-    qs = traces_for_team(team_id, trace_filter).defer(*EXPORT_DEFERRED)
+    qs = traces_for_team(team_id, trace_filter)
     before: tuple[datetime, uuid.UUID] | None = None
     while True:
-        rows = _keyset_page(qs, before, size)
+        rows = [SimpleNamespace(**row) for row in _keyset_page(qs, before, size, fields=EXPORT_FIELDS)]
         if rows:
             yield rows
         if len(rows) < size:
@@ -111,7 +125,7 @@ def trace_chunks(*, team_id: int, trace_filter: TraceFilter, size: int) -> Itera
 PAGE_INDEX_TUPLE_COST = "0.05"
 
 
-def _read_page(qs: QuerySet[Trace]) -> list[Trace]:
+def _read_page(qs: QuerySet[Any]) -> list[Any]:
     connection = connections[qs.db]
     with transaction.atomic(using=qs.db):
         with connection.cursor() as cursor:
