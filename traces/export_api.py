@@ -120,7 +120,7 @@ class TraceImport(APIView):
             OpenApiParameter("route", _TRUE_FALSE, description="`true`: route each new trace by today's rules."),
             OpenApiParameter("reprice", _TRUE_FALSE, description="`true`: price each trace by today's prices."),
         ],
-        request={media: {"type": "string", "minLength": 1} for media in IMPORT_MEDIA_TYPES},
+        request={media: {"type": "string", "pattern": r"\S"} for media in IMPORT_MEDIA_TYPES},
         responses={
             200: OpenApiResponse(IMPORT_RESULT, description="Every line stored or skipped."),
             207: OpenApiResponse(IMPORT_RESULT, description="Some lines refused (`errors`)."),
