@@ -31,6 +31,7 @@ from traces.runs.summary import add_spans
 from traces.signals import traces_stored
 
 log = logging.getLogger(__name__)
+NOT_ROUTED = RoutingResult()  # what an import without `route=true` stores: no decision, no destination
 
 Item = TypeVar("Item")
 Stored = TypeVar("Stored")
@@ -126,13 +127,16 @@ def traces_normalize(
     return results, pending
 
 
-def traces_store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
+def traces_store(pending: Sequence[PendingTrace], *, routed: bool = True) -> list[tuple[Trace, bool]]:
     """Route and store valid traces (of any teams) in one transaction: per trace, its row and whether it
-    is new (False: that team had stored that client id already, and the stored row is returned)."""
+    is new (False: that team had stored that client id already, and the stored row is returned).
+
+    ``routed=False`` stores them routed nowhere (no destinations, no deliveries, their runs' routes
+    untouched): `POST /api/v1/traces/import` without `route=true` (docs/export.md)."""
     _apply_pii_policies(pending)
     for attempt in range(3):
         try:
-            return _store(pending)
+            return _store(pending, routed)
         except IntegrityError:
             # Another request stored one of these client ids between our look-up and our insert:
             # go again, and this time the look-up finds it.
@@ -156,7 +160,7 @@ def _apply_pii_policies(pending: Sequence[PendingTrace]) -> None:
             entry.record, entry.pii, entry.pii_applied = record, pii, True
 
 
-def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
+def _store(pending: Sequence[PendingTrace], routed: bool = True) -> list[tuple[Trace, bool]]:
     # Only client-chosen ids can already exist: ours are fresh UUIDv7s.
     client_ids: dict[int, set[str]] = {}
     for entry in pending:
@@ -170,7 +174,7 @@ def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
     compiled: dict[int, Any] = {}
     now = timezone.now()
     new_rows: list[Trace] = []
-    routed: list[tuple[Trace, TraceRecord, RoutingResult]] = []
+    new_routed: list[tuple[Trace, TraceRecord, RoutingResult]] = []
     outcome: list[tuple[Trace, bool]] = []
     for entry in pending:
         record, team_id = entry.record, entry.principal.team_id
@@ -178,32 +182,36 @@ def _store(pending: Sequence[PendingTrace]) -> list[tuple[Trace, bool]]:
         if existing is not None:
             outcome.append((existing, False))
             continue
-        routing = compiled.get(team_id)
-        if routing is None:
-            routing = compiled[team_id] = compiled_routing(team_id)
-        result = route(record.condition_context(), routing)
+        if routed:
+            routing = compiled.get(team_id)
+            if routing is None:
+                routing = compiled[team_id] = compiled_routing(team_id)
+            result = route(record.condition_context(), routing)
+        else:
+            result = NOT_ROUTED
         row = _row(record, entry.principal, result, now)
         row.pii = entry.pii
         stored[(team_id, record.trace_id)] = row  # the same id again in this batch is "already stored"
         new_rows.append(row)
-        routed.append((row, record, result))
+        new_routed.append((row, record, result))
         outcome.append((row, True))
 
     if new_rows:
         with transaction.atomic():
             # A run is routed as a tree (delivery.runs): its row is locked first, so that concurrent
             # batches of one run see each other's spans and destinations.
-            runs = claim_runs([(record, result) for _, record, result in routed])
             deliveries: list[Delivery] = []
-            for row, record, result in routed:
-                deliveries.extend(deliveries_for(row, result))
-                deliveries.extend(runs.follow(row, record, result))
+            runs = claim_runs([(record, result) for _, record, result in new_routed]) if routed else None
+            if runs is not None:
+                for row, record, result in new_routed:
+                    deliveries.extend(deliveries_for(row, result))
+                    deliveries.extend(runs.follow(row, record, result))
             insert_rows(new_rows)
             add_spans(new_rows)  # their runs' summary rows, under each row's lock (traces.runs.summary)
             traces_stored.send(sender=Trace, rows=new_rows)
             if deliveries:
                 insert_rows(deliveries)
-            enqueue_on_commit([d.pk for d in deliveries] + runs.backfill())
+            enqueue_on_commit([d.pk for d in deliveries] + (runs.backfill() if runs is not None else []))
     return outcome
 
 

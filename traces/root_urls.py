@@ -3,7 +3,7 @@
 from django.urls import path
 
 from . import api
-from .views import detail, feed, feedback, groups, home_key_create, public, runs
+from .views import detail, export, feed, feedback, groups, home_key_create, public, runs
 
 urlpatterns = [
     path("plants", api.PlantList.as_view(), name="plants"),
@@ -11,6 +11,7 @@ urlpatterns = [
     path("traces", feed.trace_feed, name="trace-feed"),
     path("traces/live", feed.trace_feed_live, name="trace-feed-live"),
     path("traces/columns", feed.trace_feed_columns, name="trace-feed-columns"),
+    path("traces/export", export.trace_export, name="trace-export"),
     path("traces/<str:trace_id>", detail.trace_detail, name="trace-detail"),
     path(
         "traces/<str:trace_id>/deliveries/<int:delivery_id>/retry", detail.delivery_retry, name="trace-delivery-retry"

@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from django.db import connections, transaction
@@ -19,6 +20,7 @@ from config import cursors
 
 from .filters import TraceFilter
 from .models import CALL_KINDS, FeedColumn, FeedColumns, Plant, Status, Trace
+from .usage import DETAIL_FIELDS
 
 FEED_DEFERRED = ("input", "output", "routing")
 FEED_DEFERRED_WITH_INPUT = ("output", "routing")  # the prompt preview column reads the input
@@ -65,13 +67,53 @@ def trace_page(
     breaks ties, so a deep page costs what the first one does.
     """
     qs = traces_for_team(team_id, trace_filter).defer(*(FEED_DEFERRED_WITH_INPUT if with_input else FEED_DEFERRED))
-    if cursor:
-        when, ident = decode_cursor(cursor)
-        qs = qs.filter(timestamp__lte=when).filter(Q(timestamp__lt=when) | Q(id__lt=ident))
-    rows = _read_page(qs.order_by("-timestamp", "-id")[: limit + 1])
+    rows = _keyset_page(qs, decode_cursor(cursor) if cursor else None, limit + 1)
     if len(rows) > limit:
         return rows[:limit], encode_cursor(rows[limit - 1])
     return rows, None
+
+
+def _keyset_page(
+    qs: QuerySet[Trace], before: tuple[datetime, uuid.UUID] | None, limit: int, *, fields: Sequence[str] = ()
+) -> list[Any]:
+    """Up to ``limit`` rows of ``qs`` older than ``before`` (timestamp, id) in the feed's order, newest
+    first: model instances, or dicts of ``fields``."""
+    if before is not None:
+        when, ident = before
+        qs = qs.filter(timestamp__lte=when).filter(Q(timestamp__lt=when) | Q(id__lt=ident))
+    page = qs.order_by("-timestamp", "-id")
+    return _read_page(page.values(*fields)[:limit] if fields else page[:limit])
+
+
+# What an export reads of a trace (`TraceRecord.from_trace`'s attributes): plain values, not model
+# instances, which cost a third of the export's time (bench/export.py).
+EXPORT_FIELDS = (
+    "id", "timestamp", "trace_id", "team_id", "model", "provider", "prompt_tokens", "completion_tokens",
+    "total_tokens", *DETAIL_FIELDS, "latency_ms", "time_to_first_token_ms", "status", "error_type",
+    "error_message", "input", "output", "tags", "metadata", "environment", "service_name", "session_id", "user_id",
+    "cost", "unpriced", "usage_estimated", "source", "client_cost", "price_source", "price_version", "run_id",
+    "parent_id", "kind", "name",
+)  # fmt: skip
+
+
+def trace_chunks(*, team_id: int, trace_filter: TraceFilter, size: int) -> Iterator[list[SimpleNamespace]]:
+    """Every trace the feed lists for ``trace_filter``, newest first, in chunks of at most ``size``
+    (the export, `traces.export`): the feed's own pages, walked to the end on the (timestamp, id)
+    keyset with input and output read too, so a chunk costs what a feed page does at any depth and
+    the memory held is one chunk's, whatever the table's size.
+
+    No transaction spans the chunks (a minutes-long export must not hold a snapshot that long): a
+    trace stored during the walk is in it when it sorts below the rows already read.
+    """
+    qs = traces_for_team(team_id, trace_filter)
+    before: tuple[datetime, uuid.UUID] | None = None
+    while True:
+        rows = [SimpleNamespace(**row) for row in _keyset_page(qs, before, size, fields=EXPORT_FIELDS)]
+        if rows:
+            yield rows
+        if len(rows) < size:
+            return
+        before = (rows[-1].timestamp, rows[-1].id)
 
 
 # Postgres's default (0.005) charges next to nothing per index entry read, so for a page near the end
@@ -83,7 +125,7 @@ def trace_page(
 PAGE_INDEX_TUPLE_COST = "0.05"
 
 
-def _read_page(qs: QuerySet[Trace]) -> list[Trace]:
+def _read_page(qs: QuerySet[Any]) -> list[Any]:
     connection = connections[qs.db]
     with transaction.atomic(using=qs.db):
         with connection.cursor() as cursor:

@@ -150,6 +150,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "traces.otlp.openapi.add_otlp_path",
         "traces.score_api.require_score_body",
+        "traces.export_api.require_import_body",
     ],
     "TAGS": [
         {"name": "Trace Management", "description": "Send traces, read the feed and single traces; sample plants."},
@@ -163,6 +164,8 @@ BATCH_MAX_TRACES = env.int("TRACERELAY_BATCH_MAX_TRACES", default=1000)
 TRACE_MAX_TAGS = 50
 TRACE_MAX_METADATA_KEYS = 64
 DATA_UPLOAD_MAX_MEMORY_SIZE = BATCH_MAX_BYTES + 1024 * 1024
+# POST /api/v1/traces/import (docs/export.md): the JSON Lines body's limit, after gunzip.
+IMPORT_MAX_BYTES = env.int("TRACERELAY_IMPORT_MAX_BYTES", default=64 * 1024 * 1024)
 # OTLP ingest (docs/otlp.md): body limit (after gunzip), and requests waiting per process before 503.
 OTLP_MAX_BYTES = env.int("TRACERELAY_OTLP_MAX_BYTES", default=16 * 1024 * 1024)
 OTLP_MAX_PENDING = env.int("TRACERELAY_OTLP_MAX_PENDING", default=8)
