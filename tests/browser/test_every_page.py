@@ -25,6 +25,7 @@ from integrations.models import Integration
 from reports.models import Report
 from routing.models import RoutingRule
 from traces.models import Trace
+from traces.prices import services as price_services
 
 from ..factories import (
     ApiKeyFactory,
@@ -70,6 +71,7 @@ PAGES = [
     ("api-keys", "/settings/api-keys"),
     ("team", "/settings/team"),
     ("privacy", "/settings/privacy"),
+    ("prices", "/settings/prices"),
     ("advanced", "/settings/advanced"),
 ]
 
@@ -158,6 +160,13 @@ def world(team) -> dict[str, Any]:
                     {"title": "Latency by model", "metric": "latency_p95", "chart": "table", "group_by": "model"},
                 ],
             }
+        ),
+        actor="test",
+    )
+    price_services.price_create(
+        team_id=team.pk,
+        data=price_services.clean_price(
+            {"model": "ft:gpt-4o-mini:acme:*", "input_per_mtok": "0.3", "output_per_mtok": "1.2"}
         ),
         actor="test",
     )
