@@ -173,7 +173,7 @@ def normalize_trace(
 
     if not provider and model:
         provider = infer_provider(model)
-    cost, unpriced, source, version = None, False, "", ""
+    cost, unpriced, price_source, version = None, False, "", ""
     if is_call:  # only calls are priced, or ever unpriced
         priced = price(
             model=model,
@@ -184,7 +184,7 @@ def normalize_trace(
             details=details,
             team_id=team_id,
         )
-        cost, unpriced, source, version = priced.cost, priced.unpriced, priced.source, priced.version
+        cost, unpriced, price_source, version = priced.cost, priced.unpriced, priced.source, priced.version
     trace_id = trace_id or new_trace_id()
     return TraceRecord(
         trace_id=trace_id,
@@ -218,7 +218,7 @@ def normalize_trace(
         usage_estimated=usage_estimated,
         source=source,
         client_cost=client_cost,
-        price_source=source,
+        price_source=price_source,
         price_version=version,
     )
 

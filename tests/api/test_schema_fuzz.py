@@ -44,7 +44,7 @@ CONFIG = Path(__file__).with_name("schemathesis.toml")
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 INCLUDE = (
     r"^/(api/v1/(traces|runs|routing|integrations|deliveries|upstreams|pii|analytics|auth|teams|reports|alerts"
-    r"|dashboards)|plants)"
+    r"|dashboards|prices)|plants)"
 )
 EXCLUDE = r"^/api/v1/integrations/(\{[^}]+\}/)?test$"
 

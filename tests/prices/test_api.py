@@ -119,6 +119,9 @@ def test_delete_removes_it_and_audits(api, team):
         ({**FINE_TUNE, "colour": "red"}, "colour"),
         ({"model": "m", "input_per_mtok": "1"}, "output_per_mtok"),
         ({"input_per_mtok": "1", "output_per_mtok": "1"}, "model"),
+        ({**FINE_TUNE, "model": ""}, "model"),
+        ({**FINE_TUNE, "effective_from": ""}, "effective_from"),
+        ({**FINE_TUNE, "cached_input_per_mtok": ""}, "cached_input_per_mtok"),
     ],
 )
 def test_a_bad_price_is_a_400_naming_the_field(api, body, field):

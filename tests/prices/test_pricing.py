@@ -165,6 +165,43 @@ def test_ingest_through_the_rest_api_stores_the_team_price(api, team):
     assert response.status_code == 201, response.content
     trace = Trace.objects.get(team=team)
     assert (trace.price_source, trace.price_version, trace.unpriced) == ("team", f"team:{row.pk}@r1", False)
+    assert trace.source == "api"
     assert trace.cost == (Decimal(600) * 1 + 400 * Decimal("0.5") + 100 * 2) / 1_000_000
     body = api.get(f"/api/v1/traces/{trace.trace_id}").json()
     assert body["price_source"] == "team" and body["price_version"] == f"team:{row.pk}@r1"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lean_ingest_door_prices_on_the_event_loop_without_a_query_there(prod_key, team):
+    # The bare ASGI door normalises on the event loop (no query allowed): the team's prices are
+    # refreshed in a thread first, both when nothing is cached and after a change dropped the copy.
+    import orjson
+
+    from ..api.test_lean_ingest import asgi_call, auth
+
+    row = add(team, model="acme-7b", input_per_mtok="1", output_per_mtok="2")
+    for n, expected in ((1, Decimal("0.0012")), (2, Decimal("0.0024"))):
+        compiled_cache.forget()
+        body = orjson.dumps({"model": "acme-7b", "prompt_tokens": 1000, "completion_tokens": 100})
+        status, _, data = asgi_call("POST", "/api/v1/traces", body, auth(prod_key))
+        assert status == 201, data
+        trace = Trace.objects.get(trace_id=orjson.loads(data)["id"])
+        assert (trace.price_source, trace.price_version, trace.cost) == ("team", f"team:{row.pk}@r{n}", expected)
+        row = services.price_update(
+            price=row, changes=services.clean_price({"input_per_mtok": "2", "output_per_mtok": "4"}, partial=True),
+            actor="t",
+        )  # fmt: skip
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pricing_on_an_event_loop_with_a_stale_copy_rechecks_in_a_helper_thread(team):
+    import asyncio
+
+    row = add(team, model="acme-7b")
+    compiled_cache.forget()
+
+    async def on_the_loop():
+        return price(team)
+
+    got = asyncio.run(on_the_loop())  # a query here would raise SynchronousOnlyOperation
+    assert (got.source, got.version) == ("team", f"team:{row.pk}@r1")

@@ -42,7 +42,7 @@ _PRICE_IN = (
     {
         "oneOf": [
             {"type": "string", "pattern": services.DECIMAL_PATTERN},
-            {"type": "number", "minimum": 0, "exclusiveMaximum": float(services.MAX_PRICE)},
+            {"type": "number", "minimum": 0, "maximum": float(services.MAX_PRICE), "exclusiveMaximum": True},
         ]
     }
 )

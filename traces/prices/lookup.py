@@ -15,6 +15,8 @@ without Django's apps (bench/pricing_usage.py).
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -188,6 +190,38 @@ compiled_cache: VersionedTeamCache[tuple[int, int, int], TeamPrices] = Versioned
 )
 
 
+def fresh(team_id: int) -> TeamPrices | None:
+    """The team's compiled prices when this process's copy needs no recheck, else None."""
+    entry = compiled_cache.entries.get(team_id)
+    if entry is not None and compiled_cache.clock() - entry.checked_at < RECHECK_SECONDS:
+        return entry.compiled
+    return None
+
+
 def team_prices(team_id: int) -> TeamPrices:
-    """The team's compiled prices (possibly `NO_PRICES`), from this process's cache."""
-    return compiled_cache.get(team_id)
+    """The team's compiled prices (possibly `NO_PRICES`), from this process's cache.
+
+    The lean ingest door normalises on the event loop, where Django allows no query: it refreshes
+    the copy in a thread first (`refresh`); should the copy go stale in between (or be dropped by
+    the invalidation bus), the recheck runs in a helper thread here, the loop waiting for it."""
+    found = fresh(team_id)
+    if found is not None:
+        return found
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return compiled_cache.get(team_id)
+    return _helper.submit(refresh, team_id).result()
+
+
+def refresh(team_id: int) -> TeamPrices:
+    """`team_prices` from a thread of its own (no request ends it): the connection is given back."""
+    from django.db import close_old_connections
+
+    try:
+        return compiled_cache.get(team_id)
+    finally:
+        close_old_connections()
+
+
+_helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="team-prices")

@@ -112,7 +112,7 @@ def _provider(value: Any) -> str | list[str]:
 
 
 def _time(value: Any) -> datetime | None | list[str]:
-    if value is None or value == "":
+    if value is None:
         return None
     parsed = parse_datetime(value) if isinstance(value, str) else None
     if parsed is None:
@@ -122,26 +122,28 @@ def _time(value: Any) -> datetime | None | list[str]:
     return parsed.astimezone(UTC)
 
 
-def clean_price(data: Mapping[str, Any], *, partial: bool = False) -> dict[str, Any]:
+def clean_price(data: Mapping[str, Any], *, partial: bool = False, form: bool = False) -> dict[str, Any]:
     """The fields of a price from a request body; `InvalidPrice` naming each field at fault. With
     ``partial`` (a PATCH) only the fields given are checked and returned. Optional fields take null
-    (or an empty string, as a form posts it) for "none": any provider, no own rate, always."""
+    for "none": any provider, no own rate, always; so does an empty field of the page's ``form``."""
     errors: dict[str, list[str]] = {}
     out: dict[str, Any] = {}
+    if form:
+        data = {name: None if value == "" and name != "model" else value for name, value in data.items()}
     for name in data:
         if name not in FIELDS:
             errors.setdefault(str(name)[:100], []).append(f"Unknown field; a price has {', '.join(FIELDS)}.")
     for name in REQUIRED:
-        if not partial and (name not in data or data[name] is None or data[name] == ""):
+        if not partial and (name not in data or data[name] is None):
             errors.setdefault(name, []).append("This field is required.")
-    if "model" in data and data["model"] is not None and data["model"] != "":
+    if "model" in data and data["model"] is not None:
         model = _model(data["model"])
         if isinstance(model, list):
             errors["model"] = model
         else:
             out["model"] = model
     elif partial and "model" in data:
-        errors.setdefault("model", []).append("This field may not be empty.")
+        errors.setdefault("model", []).append("This field may not be null.")
     if "provider" in data:
         provider = _provider(data["provider"])
         if isinstance(provider, list):
@@ -152,7 +154,7 @@ def clean_price(data: Mapping[str, Any], *, partial: bool = False) -> dict[str, 
         if name not in data:
             continue
         value = data[name]
-        if value is None or value == "":
+        if value is None:
             if name in OPTIONAL_PRICES:
                 out[name] = None
             elif partial:

@@ -114,7 +114,7 @@ def prices_page(request: DashboardRequest) -> HttpResponse:
 def price_add(request: DashboardRequest) -> HttpResponse:
     form = PriceForm(request.POST)
     try:
-        data = services.clean_price(form.submitted())
+        data = services.clean_price(form.submitted(), form=True)
         price = services.price_create(team_id=request.team.pk, data=data, actor=request_actor(request))
     except services.InvalidPrice as exc:
         form.add_errors(exc.errors)
@@ -136,7 +136,7 @@ def price_edit(request: DashboardRequest, price_id: int) -> HttpResponse:
     price = get_object_or_404(TeamPrice, pk=price_id, team_id=request.team.pk)
     form = PriceForm(request.POST, prefix_id=str(price.pk))
     try:
-        changes = services.clean_price(form.submitted())
+        changes = services.clean_price(form.submitted(), form=True)
         services.price_update(price=price, changes=changes, actor=request_actor(request))
     except services.InvalidPrice as exc:
         form.add_errors(exc.errors)
