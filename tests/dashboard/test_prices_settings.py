@@ -62,7 +62,7 @@ def test_bad_input_is_shown_next_to_each_field(as_role):
 
 
 def test_a_bad_edit_keeps_the_price_and_shows_the_error(as_role, team):
-    price = services.price_create(team_id=team.pk, data=services.clean_price(GOOD), actor="t")
+    price = services.price_create(team_id=team.pk, data=services.clean_price(GOOD, form=True), actor="t")
     response = as_role("admin").post(f"/settings/prices/{price.pk}/edit", {**GOOD, "effective_from": "soon"})
     assert response.status_code == 400
     assert f'id="price-{price.pk}-effective_from_error"' in response.content.decode()
@@ -72,7 +72,7 @@ def test_a_bad_edit_keeps_the_price_and_shows_the_error(as_role, team):
 
 @pytest.mark.parametrize("role", ["member", "viewer"])
 def test_other_roles_read_but_may_not_change(as_role, team, role):
-    price = services.price_create(team_id=team.pk, data=services.clean_price(GOOD), actor="t")
+    price = services.price_create(team_id=team.pk, data=services.clean_price(GOOD, form=True), actor="t")
     client = as_role(role)
     page = client.get("/settings/prices")
     assert page.status_code == 200 and "acme-7b" in page.content.decode()
@@ -83,7 +83,7 @@ def test_other_roles_read_but_may_not_change(as_role, team, role):
 
 
 def test_an_outsider_cannot_touch_the_teams_price(as_role, team):
-    price = services.price_create(team_id=team.pk, data=services.clean_price(GOOD), actor="t")
+    price = services.price_create(team_id=team.pk, data=services.clean_price(GOOD, form=True), actor="t")
     assert as_role("outsider").post(f"/settings/prices/{price.pk}/delete").status_code == 404
     assert TeamPrice.objects.count() == 1
 
