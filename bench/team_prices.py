@@ -32,7 +32,12 @@ from traces import pricing  # noqa: E402
 from traces.prices import lookup  # noqa: E402
 from traces.usage import NO_DETAILS, TokenDetails  # noqa: E402
 
-GENAI = [("gpt-4o", "openai"), ("gpt-4o-mini", "openai"), ("claude-sonnet-4-5", "anthropic"), ("gemini-2.5-flash", "google")]  # fmt: skip
+GENAI = [
+    ("gpt-4o", "openai"),
+    ("gpt-4o-mini", "openai"),
+    ("claude-sonnet-4-5", "anthropic"),
+    ("gemini-2.5-flash", "google"),
+]
 WHEN = datetime(2026, 11, 27, tzinfo=UTC)
 
 
