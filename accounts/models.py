@@ -76,6 +76,8 @@ class Scope(models.TextChoices):
     ALERTS_WRITE = "alerts:write"
     DASHBOARDS_READ = "dashboards:read"
     DASHBOARDS_WRITE = "dashboards:write"
+    PRICES_READ = "prices:read"
+    PRICES_WRITE = "prices:write"
 
 
 ENVIRONMENT_SCOPES: dict[str, frozenset[str]] = {
@@ -94,6 +96,7 @@ ENVIRONMENT_SCOPES: dict[str, frozenset[str]] = {
             Scope.REPORTS_READ,
             Scope.ALERTS_READ,
             Scope.DASHBOARDS_READ,
+            Scope.PRICES_READ,
         }
     ),
     Environment.CI: frozenset({Scope.INGEST, Scope.TRACES_READ, Scope.PROXY}),
@@ -114,6 +117,7 @@ PERMISSION_SCOPES: dict[Permission, frozenset[str]] = {
             Scope.REPORTS_READ,
             Scope.ALERTS_READ,
             Scope.DASHBOARDS_READ,
+            Scope.PRICES_READ,
         }
     ),
     Permission.SEND_TEST_TRACES: frozenset({Scope.RULES_TEST}),
@@ -126,6 +130,7 @@ PERMISSION_SCOPES: dict[Permission, frozenset[str]] = {
     Permission.MANAGE_REPORTS: frozenset({Scope.REPORTS_WRITE}),
     Permission.MANAGE_ALERTS: frozenset({Scope.ALERTS_WRITE}),
     Permission.MANAGE_DASHBOARDS: frozenset({Scope.DASHBOARDS_WRITE}),
+    Permission.MANAGE_PRICES: frozenset({Scope.PRICES_WRITE}),
 }
 
 

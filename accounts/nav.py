@@ -44,6 +44,7 @@ NAV: list[NavItem] = [
     NavItem("API keys", "settings-api-keys", section="settings"),
     NavItem("Team", "settings-team", section="settings"),
     NavItem("Privacy", "settings-privacy", section="settings"),
+    NavItem("Prices", "settings-prices", section="settings"),
     NavItem("Re-pricing", "settings-reprice", section="settings"),
     NavItem("Advanced", "settings-advanced", section="settings"),
 ]

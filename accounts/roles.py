@@ -2,7 +2,7 @@
 
 Roles nest: a viewer reads (and downloads reports); a member also sends test traces, replays
 deliveries, runs reports and edits the team's dashboards; an admin also manages rules,
-integrations, API keys, reports and alerts; an owner also manages members. Views ask through
+integrations, API keys, reports, alerts and the team's prices; an owner also manages members. Views ask through
 `accounts.access.team_view(Permission.X)`; templates through `membership.may.X` (see `Abilities`).
 """
 
@@ -32,6 +32,7 @@ class Permission(StrEnum):
     MANAGE_REPORTS = "manage_reports"
     MANAGE_ALERTS = "manage_alerts"
     MANAGE_DASHBOARDS = "manage_dashboards"
+    MANAGE_PRICES = "manage_prices"
 
 
 _VIEWER = frozenset({Permission.READ})
@@ -47,6 +48,7 @@ _ADMIN = _MEMBER | {
     Permission.MANAGE_KEYS,
     Permission.MANAGE_REPORTS,
     Permission.MANAGE_ALERTS,
+    Permission.MANAGE_PRICES,
 }
 _OWNER = _ADMIN | {Permission.MANAGE_MEMBERS}
 
@@ -60,7 +62,7 @@ ROLE_PERMISSIONS: dict[str, frozenset[Permission]] = {
 ROLE_DESCRIPTIONS: dict[str, str] = {
     Role.VIEWER: "Reads traces, rules, integrations and keys.",
     Role.MEMBER: "Also sends test traces, replays deliveries, runs reports and edits dashboards.",
-    Role.ADMIN: "Also manages rules, integrations, API keys, reports and alerts.",
+    Role.ADMIN: "Also manages rules, integrations, API keys, reports, alerts and prices.",
     Role.OWNER: "Also manages members and their roles.",
 }
 

@@ -1,5 +1,5 @@
 """The invalidation bus: a change made in one process empties the other processes' in-memory caches
-at once (API keys, upstreams, compiled routing, resolved integrations).
+at once (API keys, upstreams, compiled routing, resolved integrations, team prices).
 
 Each cache ``subscribe``s a callback to a topic; the service that changes the data calls
 ``publish(topic, key)`` after its transaction commits. The callback runs in this process at once,
@@ -38,7 +38,8 @@ ROUTING = "routing"
 INTEGRATIONS = "integrations"
 PII_POLICIES = "pii"
 DEBUG_MODE = "debug"
-TOPICS = (API_KEYS, UPSTREAMS, ROUTING, INTEGRATIONS, PII_POLICIES, DEBUG_MODE)
+PRICES = "prices"
+TOPICS = (API_KEYS, UPSTREAMS, ROUTING, INTEGRATIONS, PII_POLICIES, DEBUG_MODE, PRICES)
 CHANNEL = "tracerelay:invalidate"
 
 Callback = Callable[[str | None], None]

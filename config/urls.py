@@ -21,6 +21,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("pii/", include("privacy.urls")),
     path("", include("integrations.urls")),
     path("", include("traces.proxy.urls")),
+    path("", include("traces.prices.urls")),
     path("", include("analytics.urls")),
     path("", include("reports.urls")),
     path("", include("alerts.urls")),

@@ -44,6 +44,8 @@ from config.problems import Problem
 from pipeline.services import PendingTrace, store_parts, traces_normalize, traces_store
 
 from .models import Trace
+from .prices.lookup import fresh as fresh_team_prices
+from .prices.lookup import refresh as refresh_team_prices
 from .serializers import trace_json
 
 log = logging.getLogger(__name__)
@@ -205,6 +207,8 @@ async def ingest_asgi(scope: AsgiScope, receive: Receive, send: Send) -> None:
         except Problem:
             await reader.drain()  # a client still sending would otherwise see the connection reset
             raise
+        if fresh_team_prices(principal.team_id) is None:  # pricing on the loop below may not query
+            await sync_to_async(refresh_team_prices, thread_sensitive=False)(principal.team_id)
         pending = ingest_payload(principal, parse_json(body, limit, "A trace", encoding))
         [(row, created)] = await asyncio.wrap_future(writer.submit([pending]))
         status, payload = ingest_answer(row, created)

@@ -144,6 +144,14 @@ class Trace(models.Model):
                 condition=~models.Q(user_id=""),
                 include=["total_tokens", "cost", "unpriced", "status", "kind"],
             ),
+            # /settings/prices' "unpriced models in the last 30 days" reads the index alone: partial, so
+            # priced calls (nearly all) cost no index entry.
+            models.Index(
+                fields=["team", "-timestamp"],
+                name="trace_unpriced",
+                condition=models.Q(unpriced=True),
+                include=["provider", "model"],
+            ),
         ]
 
     def __str__(self) -> str:
@@ -295,4 +303,7 @@ Trace._meta.get_field("metadata").register_lookup(HasEntry)
 
 # The proxy's Upstream model lives with the proxy (traces/proxy/models.py), in this app (table
 # traces_upstream, migrations here); importing it registers it, as traces/admin.py does its admin.
+# A team's own prices live with the code that uses them (traces/prices/), in this app (table
+# traces_teamprice, migrations here).
+from .prices.models import TeamPrice  # noqa: E402, F401
 from .proxy.models import Upstream, UpstreamKind  # noqa: E402, F401

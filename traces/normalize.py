@@ -24,7 +24,7 @@ from django.conf import settings
 
 from .ids import CLIENT_ID_RE, new_trace_id
 from .kinds import CALL_KINDS, Kind
-from .pricing import PRICE_SOURCE, infer_provider, price
+from .pricing import infer_provider, price
 from .records import TraceRecord
 from .usage import COMPLETION_DETAILS, DETAIL_FIELDS, PROMPT_DETAILS, TokenDetails, details_error
 
@@ -173,7 +173,7 @@ def normalize_trace(
 
     if not provider and model:
         provider = infer_provider(model)
-    cost, unpriced, version = None, False, ""
+    cost, unpriced, price_source, version = None, False, "", ""
     if is_call:  # only calls are priced, or ever unpriced
         priced = price(
             model=model,
@@ -184,7 +184,7 @@ def normalize_trace(
             details=details,
             team_id=team_id,
         )
-        cost, unpriced, version = priced.cost, priced.unpriced, priced.version
+        cost, unpriced, price_source, version = priced.cost, priced.unpriced, priced.source, priced.version
     trace_id = trace_id or new_trace_id()
     return TraceRecord(
         trace_id=trace_id,
@@ -218,7 +218,7 @@ def normalize_trace(
         usage_estimated=usage_estimated,
         source=source,
         client_cost=client_cost,
-        price_source=PRICE_SOURCE if is_call else "",
+        price_source=price_source,
         price_version=version,
     )
 

@@ -20,6 +20,8 @@ from typing import Any
 import genai_prices
 from genai_prices import Usage, data_snapshot, types
 
+from .prices.lookup import SOURCE as TEAM_SOURCE
+from .prices.lookup import team_prices
 from .usage import NO_DETAILS, TokenDetails
 
 PRICE_SOURCE = "genai-prices"
@@ -127,8 +129,17 @@ def price(
 ) -> Price:
     """The cost of one call. A model (or provider) genai-prices does not know is ``unpriced``, cost None.
 
-    `team_id` names whose call it is: a team's own prices (issue 26) are looked up by it.
+    `team_id` names whose call it is: the team's own prices (`traces.prices`, docs/pricing.md "Team
+    prices") come first, from this process's cache (no query); then genai-prices.
     """
+    if team_id is not None:
+        prices = team_prices(team_id)
+        if prices:
+            when = timestamp or datetime.now(tz=UTC)
+            rate = prices.find(model, provider, when)
+            if rate is not None:
+                team_cost = rate.cost(prompt_tokens, completion_tokens, details).quantize(QUANTUM)
+                return Price(team_cost, provider or rate.provider, False, TEAM_SOURCE, rate.version)
     version = price_version()
     entry = _lookup(provider, model)
     if entry.model is None or entry.provider is None:

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from . import api
+from .prices import views as prices
 from .views import detail, export, feed, feedback, groups, home_key_create, public, runs
 
 urlpatterns = [
@@ -28,4 +29,8 @@ urlpatterns = [
     path("sessions", groups.sessions, name="trace-sessions"),
     path("sessions/<path:session_id>", groups.session_detail, name="trace-session"),
     path("users", groups.users, name="trace-users"),
+    path("settings/prices", prices.prices_page, name="settings-prices"),
+    path("settings/prices/new", prices.price_add, name="settings-price-add"),
+    path("settings/prices/<int:price_id>/edit", prices.price_edit, name="settings-price-edit"),
+    path("settings/prices/<int:price_id>/delete", prices.price_delete, name="settings-price-delete"),
 ]

@@ -21,6 +21,7 @@ from delivery.models import DeliveryStatus
 from reports import services as report_services
 from reports.definition import parse_definition
 from traces.models import Trace
+from traces.prices import services as price_services
 from traces.proxy import services as upstream_services
 
 from ..delivery.scripted import make_delivery
@@ -59,6 +60,11 @@ def objects(team):
     )
     delivery = make_delivery(team, "hook", trace=TraceFactory(team=team), status=DeliveryStatus.DEAD)
     dashboard = dashboard_services.dashboard_create(team_id=team.pk, board=parse_board({"name": "b"}), actor="test")
+    price = price_services.price_create(
+        team_id=team.pk,
+        data=price_services.clean_price({"model": "acme-7b", "input_per_mtok": "1", "output_per_mtok": "2"}),
+        actor="test",
+    )
     return {
         "integration_id": str(integration.pk),
         "upstream_id": str(upstream.pk),
@@ -69,6 +75,7 @@ def objects(team):
         "report_id": str(report.pk),
         "alert_id": str(alert.pk),
         "dashboard_id": str(dashboard.pk),
+        "price_id": str(price.pk),
     }
 
 

@@ -26,6 +26,7 @@ from reports.models import Report
 from repricing.models import RepriceJob
 from routing.models import RoutingRule
 from traces.models import Trace
+from traces.prices import services as price_services
 
 from ..factories import (
     ApiKeyFactory,
@@ -71,6 +72,7 @@ PAGES = [
     ("api-keys", "/settings/api-keys"),
     ("team", "/settings/team"),
     ("privacy", "/settings/privacy"),
+    ("prices", "/settings/prices"),
     ("reprice", "/settings/prices/reprice"),
     ("advanced", "/settings/advanced"),
 ]
@@ -172,6 +174,13 @@ def world(team) -> dict[str, Any]:
         team=team, actor="key:trk_live_ab", since=now - timedelta(days=2), until=now, status="running",
         traces_total=44, traces_done=20, redeliver=True, heartbeat_at=now,
     )  # fmt: skip
+    price_services.price_create(
+        team_id=team.pk,
+        data=price_services.clean_price(
+            {"model": "ft:gpt-4o-mini:acme:*", "input_per_mtok": "0.3", "output_per_mtok": "1.2"}
+        ),
+        actor="test",
+    )
     return {
         "owner": owner.user,
         "rule": rule.pk,

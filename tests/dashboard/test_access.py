@@ -43,6 +43,7 @@ def test_roles_nest():
                 Permission.MANAGE_REPORTS,
                 Permission.MANAGE_ALERTS,
                 Permission.MANAGE_DASHBOARDS,
+                Permission.MANAGE_PRICES,
             },
         ),
         (Role.OWNER, set(Permission)),
@@ -97,6 +98,7 @@ def test_the_nav_shows_pages_that_exist_and_the_role_allows(monkeypatch, team, o
         ("API keys", False),
         ("Team", True),
         ("Privacy", False),
+        ("Prices", False),
         ("Re-pricing", False),
         ("Advanced", False),
     ]
