@@ -23,7 +23,7 @@ from .definition import MAX_RANGE, JobError, parse_job
 TAG = "Prices"
 # Reading is an analytics read; starting a job changes every figure of the range and may send
 # traces to the destinations again: admins (and production keys) only, as integrations are.
-RepricePermission = scoped(Scope.ANALYTICS_READ, Scope.INTEGRATIONS_WRITE)
+RepricePermission = scoped(Scope.PRICES_READ, Scope.PRICES_WRITE)
 
 JOB_IN = {
     "type": "object",

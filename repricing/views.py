@@ -26,7 +26,7 @@ def _jobs(request: DashboardRequest) -> dict[str, Any]:
     return {"jobs": jobs, "polling": any(job.is_open for job in jobs), "poll": POLL}
 
 
-@team_view(Permission.READ, write=Permission.MANAGE_INTEGRATIONS)
+@team_view(Permission.READ, write=Permission.MANAGE_PRICES)
 def reprice_page(request: DashboardRequest) -> HttpResponse:
     if request.htmx and request.method == "GET":
         return render(request, "repricing/page.html#jobs", _jobs(request))

@@ -77,8 +77,8 @@ def test_other_teams_and_unknown_jobs_are_404(api, other_api):
 def test_keys_and_scopes(anon_api, dev_api, ci_api):
     assert anon_api.post(URL, {"since": SINCE, "until": UNTIL}, format="json").status_code == 401
     r = dev_api.post(URL, {"since": SINCE, "until": UNTIL}, format="json")
-    assert r.status_code == 403 and r.json()["required_scope"] == "integrations:write"
-    assert dev_api.get(f"{URL}/1").status_code == 404  # a development key reads (analytics:read)
+    assert r.status_code == 403 and r.json()["required_scope"] == "prices:write"
+    assert dev_api.get(f"{URL}/1").status_code == 404  # a development key reads (prices:read)
     assert ci_api.get(f"{URL}/1").status_code == 403
     assert not RepriceJob.objects.exists()
 
