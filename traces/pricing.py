@@ -280,3 +280,34 @@ def breakdown(
         label = PART_LABELS.get(unit.usage_key, unit.usage_key.replace("_", " ").capitalize())
         parts.append(Part(unit.usage_key, label, int(count), cost.quantize(QUANTUM)))
     return parts
+
+
+def team_breakdown(
+    *,
+    team_id: int,
+    version: str,
+    model: str,
+    provider: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    timestamp: datetime,
+    details: TokenDetails = NO_DETAILS,
+) -> list[Part]:
+    """The cost of a call a team price priced, part by part, by the same rates `Rate.cost` sums. Empty
+    when the price that priced it (``version``: its id and revision) is no longer the one that applies."""
+    rate = team_prices(team_id).find(model, provider, timestamp)
+    if rate is None or rate.version != version:
+        return []
+    cached, written, reasoning = details.cached_tokens, details.cache_write_tokens, details.reasoning_tokens
+    counts = (
+        ("input_tokens", prompt_tokens - cached - written, rate.input),
+        ("cache_read_tokens", cached, rate.cached_input),
+        ("cache_write_tokens", written, rate.cache_write),
+        ("output_tokens", completion_tokens - reasoning, rate.output),
+        ("output_reasoning_tokens", reasoning, rate.reasoning),
+    )
+    return [
+        Part(key, PART_LABELS[key], tokens, (per_mtok * tokens / MTOK).quantize(QUANTUM))
+        for key, tokens, per_mtok in counts
+        if tokens
+    ]

@@ -169,3 +169,32 @@ def test_a_plain_call_shows_input_and_output_only_and_a_span_no_breakdown(as_rol
     assert 'data-part="input_tokens"' in text and 'data-part="output_tokens"' in text
     assert 'data-part="cache_read_tokens"' not in text
     assert 'aria-label="Cost breakdown"' not in as_role("viewer").get("/traces/tool").content.decode()
+
+
+def test_a_team_priced_call_is_broken_down_by_the_team_price_and_a_revised_one_is_not(as_role, team):
+    from traces import pricing
+    from traces.prices import services as price_services
+    from traces.usage import TokenDetails
+
+    price = price_services.price_create(
+        team_id=team.pk,
+        data=price_services.clean_price(
+            {"model": "acme-private-*", "input_per_mtok": "2", "output_per_mtok": "8", "cached_input_per_mtok": "0.5"}
+        ),
+        actor="test",
+    )
+    usage = {"prompt_tokens": 10_000, "completion_tokens": 1_000}
+    details = TokenDetails(cached_tokens=4_000, reasoning_tokens=300)
+    priced = pricing.price(model="acme-private-7b", provider="acme", **usage, details=details, team_id=team.pk)
+    assert priced.source == "team" and priced.cost == Decimal("0.022")  # 6k×2 + 4k×0.5 + 1k×8, per Mtok
+    TraceFactory(team=team, trace_id="own", model="acme-private-7b", provider="acme", **usage, **details.as_dict(),
+                 cost=priced.cost, price_source=priced.source, price_version=priced.version)  # fmt: skip
+    text = as_role("viewer").get("/traces/own").content.decode()
+    rows = [("input_tokens", "Input", 6_000), ("cache_read_tokens", "Cached input", 4_000),
+            ("output_tokens", "Output", 700), ("output_reasoning_tokens", "Reasoning", 300)]  # fmt: skip
+    for key, label, tokens in rows:
+        assert f'data-part="{key}"><td>{label}</td><td class="num">{tokens:,}</td>' in text
+
+    # Revised since: the stored cost no longer follows from the price, so no breakdown pretends it does.
+    price_services.price_update(price=price, changes={"input_per_mtok": Decimal("3")}, actor="test")
+    assert 'aria-label="Cost breakdown"' not in as_role("viewer").get("/traces/own").content.decode()

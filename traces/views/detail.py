@@ -24,7 +24,7 @@ from delivery.selectors import trace_deliveries
 from delivery.services import REPLAYABLE, NotReplayable, delivery_replay
 from traces.kinds import CALL_KINDS
 from traces.models import Trace
-from traces.pricing import PRICE_SOURCE, breakdown
+from traces.pricing import PRICE_SOURCE, TEAM_SOURCE, breakdown, team_breakdown
 from traces.selectors import trace_get
 from traces.usage import TokenDetails
 
@@ -101,16 +101,22 @@ def _trace_or_404(request: DashboardRequest, trace_id: str) -> Trace:
 def cost_parts(trace: Trace) -> dict[str, Any] | None:
     """The cost breakdown of a priced call (input, cached, cache write, output, reasoning, audio,
     image), each part's tokens and cost; None for a span that is no call or an unpriced one."""
-    if trace.kind not in CALL_KINDS or trace.unpriced or trace.cost is None or trace.price_source != PRICE_SOURCE:
+    if trace.kind not in CALL_KINDS or trace.unpriced or trace.cost is None:
         return None
-    parts = breakdown(
-        model=trace.model,
-        provider=trace.provider,
-        prompt_tokens=trace.prompt_tokens,
-        completion_tokens=trace.completion_tokens,
-        timestamp=trace.timestamp,
-        details=TokenDetails.of(trace),
-    )
+    usage: dict[str, Any] = {
+        "model": trace.model,
+        "provider": trace.provider,
+        "prompt_tokens": trace.prompt_tokens,
+        "completion_tokens": trace.completion_tokens,
+        "timestamp": trace.timestamp,
+        "details": TokenDetails.of(trace),
+    }
+    if trace.price_source == PRICE_SOURCE:
+        parts = breakdown(**usage)
+    elif trace.price_source == TEAM_SOURCE:
+        parts = team_breakdown(team_id=trace.team_id, version=trace.price_version, **usage)
+    else:
+        return None
     if not parts:
         return None
     reasoning_apart = any(p.key == "output_reasoning_tokens" for p in parts)
