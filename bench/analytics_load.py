@@ -42,6 +42,11 @@ TAG_WEIGHTS = [1 / (i + 1) for i in range(25)]
 SERVICES = ["api", "chat", "search", "worker", "eval", "billing"]
 ENVIRONMENTS = [("production", 85), ("development", 12), ("ci", 3)]
 
+# The usage parts (traces.usage.DETAIL_FIELDS, spelled out: the project is on sys.path only once
+# the database is set up), summed like the token counts.
+USAGE_PARTS = ("cached_tokens", "cache_write_tokens", "reasoning_tokens", "input_audio_tokens", "input_image_tokens")
+USAGE_PARTS += ("output_audio_tokens", "output_image_tokens")
+
 
 class Row:
     """What the rollups read of a trace (the attributes Stats.add_trace needs)."""
@@ -64,6 +69,7 @@ class Row:
         "latency_ms",
         "time_to_first_token_ms",
         "user_id",
+        *USAGE_PARTS,  # none reported here: 0, as the COPY leaves them (the columns' default)
     )
 
 
@@ -101,6 +107,8 @@ def generate(team_id: int, hour_start: datetime, n: int, rng: random.Random) -> 
         r.latency_ms = int(rng.lognormvariate(mu - (2 if failed else 0), 0.6))
         r.time_to_first_token_ms = int(r.latency_ms * rng.uniform(0.05, 0.4)) if rng.random() < 0.6 else None
         r.user_id = f"user-{int(rng.paretovariate(1.2)) % 2000}"
+        for part in USAGE_PARTS:
+            setattr(r, part, 0)
         out.append(r)
     out.sort(key=lambda r: r.timestamp)
     return out
@@ -162,10 +170,6 @@ def copy_traces(cursor: Any, rows: list[Row]) -> None:
 
 # ---- rollups, built in SQL -------------------------------------------------------------------
 GROUP = ("team_id", "bucket", "kind", "model", "provider", "status", "environment", "service_name", "key")
-# The usage parts (traces.usage.DETAIL_FIELDS, spelled out: the project is on sys.path only once
-# the database is set up), summed like the token counts.
-USAGE_PARTS = ("cached_tokens", "cache_write_tokens", "reasoning_tokens", "input_audio_tokens", "input_image_tokens")
-USAGE_PARTS += ("output_audio_tokens", "output_image_tokens")
 # COUNTERS from trace columns (trace_status: the trace's own status; `status` is the group's)
 FROM_TRACES = {
     "count": "count(*)",
