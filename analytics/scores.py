@@ -34,16 +34,6 @@ def check_score_name(name: str) -> str:
     return name
 
 
-def score_names(team_id: int, *, limit: int = 200) -> list[str]:
-    """The team's names of scores that have a number (numeric or boolean), for the page's selector."""
-    return list(
-        Score.objects.filter(team_id=team_id, number__isnull=False)
-        .order_by("name")
-        .values_list("name", flat=True)
-        .distinct()[:limit]
-    )
-
-
 def score_figures(*, team_id: int, trace_filter: Any, plan: planning.TimePlan, name: str) -> dict[str, Any]:
     """``{"name", "count", "avg", "series": [{"t", "count", "avg"}]}`` over the plan's range and
     intervals: the scores named ``name`` (with a number) of the traces ``trace_filter`` selects."""

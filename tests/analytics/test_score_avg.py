@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from analytics.scores import score_names
 from traces.models import Score, ScoreType
+from traces.scores import score_names
 
 from ..factories import TraceFactory
 
@@ -89,4 +89,4 @@ def test_a_bad_score_name_is_a_400_naming_it(api, bad):
 
 
 def test_score_names_lists_the_teams_numeric_ones(team, scores):
-    assert score_names(team.pk) == ["helpful", "thumbs"]
+    assert score_names(team.pk, numeric=True) == ["helpful", "thumbs"]
