@@ -90,3 +90,10 @@ def test_a_bad_score_name_is_a_400_naming_it(api, bad):
 
 def test_score_names_lists_the_teams_numeric_ones(team, scores):
     assert score_names(team.pk, numeric=True) == ["helpful", "thumbs"]
+
+
+def test_a_score_filter_narrows_the_totals_too(api, scores):
+    """The rollups know no scores: a `score.<name>` filter is counted from the raw traces."""
+    body = ask(api, **{"score.helpful.min": "0.5"})
+    assert body["source"] == "raw" and body["totals"]["count"] == 2  # 0.6 and 1.0
+    assert ask(api)["totals"]["count"] == 6
