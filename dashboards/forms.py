@@ -40,6 +40,7 @@ class WidgetForm(forms.Form):
         help_text="Lines (and bars or tables over time) show the totals and latency p50/p95 per interval; "
         "the other percentiles are for a number, or bars or a table per group.",
     )
+    score = _text("Score", "helpfulness", "For Score average or Scores: the score's name (numeric or boolean).")
     chart = forms.ChoiceField(label="Drawn as", choices=list(CHART_LABELS.items()))
     time_range = forms.ChoiceField(label="Range", choices=RANGE_CHOICES, initial=DEFAULT_TIME_RANGE)
     interval = forms.ChoiceField(label="Interval", required=False, choices=INTERVAL_CHOICES)
@@ -82,6 +83,7 @@ class WidgetForm(forms.Form):
             "interval": d.get("interval") or None,
             "time_range": d.get("time_range") or None,
             "chart": d.get("chart"),
+            **({"score": d["score"].strip()} if (d.get("score") or "").strip() else {}),
         }
 
     def add_widget_errors(self, errors: dict[str, list[str]]) -> None:
@@ -107,6 +109,7 @@ def widget_initial(widget: dict[str, Any]) -> dict[str, Any]:
         **initial,
         "title": widget.get("title", ""),
         "metric": widget.get("metric"),
+        "score": widget.get("score") or "",
         "chart": widget.get("chart"),
         "time_range": widget.get("time_range") or DEFAULT_TIME_RANGE,
         "interval": widget.get("interval") or "",
