@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.postgres.fields import ArrayField
-from django.db.models import Avg, Count, F, FloatField, Func, IntegerField, Sum, Value
+from django.db.models import Avg, Count, Exists, F, FloatField, Func, IntegerField, OuterRef, Q, Sum, Value
 from django.db.models.functions import Cast, Extract
 
 from traces.models import Score, Trace
@@ -41,7 +41,10 @@ def score_figures(*, team_id: int, trace_filter: Any, plan: planning.TimePlan, n
     in_range = dataclasses.replace(
         trace_filter, since=datetime.fromtimestamp(plan.since, UTC), until=datetime.fromtimestamp(plan.until, UTC)
     )
-    traces = in_range.apply(Trace.objects.filter(team_id=team_id)).values("pk")
+    # Driven by the scores (few) with the trace's time on the join, each score's trace checked against
+    # the rest of the filter by its primary key: not a semi-join over every trace of the range.
+    untimed = dataclasses.replace(trace_filter, since=None, until=None)  # (nothing else: the join says it all)
+    trace = in_range.apply(Trace.objects.filter(team_id=team_id, pk=OuterRef("trace_id")))
     bucket = Func(
         Cast(Extract(F("trace__timestamp"), "epoch"), FloatField()),
         Value([float(s) for s in starts], output_field=ArrayField(FloatField())),
@@ -49,7 +52,14 @@ def score_figures(*, team_id: int, trace_filter: Any, plan: planning.TimePlan, n
         output_field=IntegerField(),
     )
     rows = (
-        Score.objects.filter(team_id=team_id, name=name, number__isnull=False, trace__in=traces)
+        Score.objects.filter(
+            team_id=team_id,
+            name=name,
+            number__isnull=False,
+            trace__timestamp__gte=in_range.since,
+            trace__timestamp__lt=in_range.until,
+        )
+        .filter(Exists(trace) if untimed != type(trace_filter)() else Q())
         .annotate(bucket=bucket)
         .values("bucket")
         .annotate(n=Count("pk"), avg=Avg("number"), total=Sum("number"))

@@ -1,15 +1,16 @@
-"""What `score=<name>` adds to `GET /api/v1/analytics` (docs/analytics.md#scores): the answer's time
-with and without the score's average, over the traces `bench/dashboard.py` loads (its `load`: one
-team's traces over 7 days with their rollups), a tenth of them scored `helpfulness` (a number) and a
-twentieth `thumbs` (a boolean).
+"""What `score=<name>` adds to `GET /api/v1/analytics` (docs/analytics.md#scores): the time of
+`analytics.scores.score_figures` (the one query on the Score table, joined to the filtered traces), over
+the trace rows `bench/dashboard.py` makes (its `traces`: one team's traces over 7 days, COPY'd; no
+rollups: `dashboard.load`'s rollup step does not match `rollups.build_deltas` any more), a tenth of them
+scored `helpfulness` (a number) and a twentieth `thumbs` (a boolean).
 
     .venv/bin/python bench/score_avg.py                      # 300,000 traces, 15 answers each
     .venv/bin/python bench/score_avg.py --traces 1000000 --runs 20
     .venv/bin/python bench/score_avg.py --reuse              # measure what a previous run loaded
 
 Makes its own database `tracerelay_bench_score_avg` (DATABASE_URL's server, `_benchdb`). Prints p50 and
-p95 wall ms of `analytics.selectors.analytics_for_team` for each question: the baseline (no score),
-the same with `score=helpfulness`, and `score_figures` alone (the one query on the Score table).
+p95 wall ms of `score_figures` per question, and the baseline beside it: the feed's first page with the
+same filters (`traces.selectors.trace_page`, 50 rows), a read every dashboard page makes.
 """
 
 from __future__ import annotations
@@ -40,13 +41,13 @@ def scores(team_id: int, rng: random.Random) -> int:
     from traces.models import _uuid7
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id, timestamp FROM traces_trace WHERE team_id = %s AND id %% 10 = 0", [team_id])
-        picked = cursor.fetchall()
+        cursor.execute("SELECT id, timestamp FROM traces_trace WHERE team_id = %s ORDER BY timestamp", [team_id])
+        picked = cursor.fetchall()[::10]
     rows = []
-    for pk, when in picked:
+    for n, (pk, when) in enumerate(picked):
         value = round(rng.random(), 2)
         rows.append((_uuid7(), team_id, pk, "helpfulness", Jsonb(value), value, "numeric", "", "eval", when))
-        if pk % 20 == 0:
+        if n % 2 == 0:
             up = rng.random() < 0.8
             rows.append((_uuid7(), team_id, pk, "thumbs", Jsonb(up), float(up), "boolean", "", "human", when))
     columns = "id, team_id, trace_id, name, value, number, data_type, comment, source, created_at"
@@ -55,7 +56,6 @@ def scores(team_id: int, rng: random.Random) -> int:
 
 
 def measure(team_id: int, runs: int) -> None:
-    from django.http import QueryDict
 
     from analytics import selectors
     from analytics.scores import score_figures
@@ -71,22 +71,21 @@ def measure(team_id: int, runs: int) -> None:
         times.sort()
         return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.95))]
 
-    print(f"{'question':<22}{'answer p50/p95 ms':>20}{'+score p50/p95 ms':>20}{'score query p50/p95':>22}  scores")
+    from traces.selectors import trace_page
+
+    print(f"{'question':<22}{'score_figures p50/p95 ms':>26}{'feed page p50/p95 ms':>24}  scores")
     for name, params in QUESTIONS.items():
-        base = selectors.parse_query(QueryDict(mode="w") | params, now=None, limit=None)
-        scored = {**params, "score": "helpfulness"}
-        with_score = selectors.parse_query(QueryDict(mode="w") | scored, now=None, limit=None)
-        plan = selectors.plan_for(with_score, None)
+        query = selectors.parse_query({**params, "score": "helpfulness"}, now=None, limit=None)
+        plan = selectors.plan_for(query, None)
 
-        def answer(query=base):  # noqa: ANN001, ANN202
-            return selectors.analytics_for_team(team_id=team_id, query=query)
-
-        def score(query=with_score, plan=plan):  # noqa: ANN001, ANN202
+        def score(query=query, plan=plan):  # noqa: ANN001, ANN202
             return score_figures(team_id=team_id, trace_filter=query.trace_filter, plan=plan, name="helpfulness")
 
-        a, b, c = timed(answer), timed(lambda query=with_score: answer(query)), timed(score)
-        print(f"{name:<22}{a[0]:>10.1f}/{a[1]:<9.1f}{b[0]:>10.1f}/{b[1]:<9.1f}{c[0]:>11.1f}/{c[1]:<10.1f}"
-              f"{score()['count']:>8,}")  # fmt: skip
+        def feed(query=query):  # noqa: ANN001, ANN202
+            return trace_page(team_id=team_id, trace_filter=query.trace_filter, limit=50)
+
+        a, b = timed(score), timed(feed)
+        print(f"{name:<22}{a[0]:>14.1f}/{a[1]:<11.1f}{b[0]:>12.1f}/{b[1]:<11.1f}{score()['count']:>8,}")
 
 
 def main() -> None:
@@ -102,11 +101,10 @@ def main() -> None:
     if not args.reuse:
         recreate_database()
     django.setup()
-    from dashboard import load  # bench/dashboard.py: the traces, their deliveries and rollups
+    from dashboard import COLUMNS, traces  # bench/dashboard.py's trace rows
     from django.contrib.auth import get_user_model
 
     from accounts.models import Membership, Role, Team
-    from analytics import snapshots
 
     rng = random.Random(24)
     if args.reuse:
@@ -116,12 +114,17 @@ def main() -> None:
         team = Team.objects.create(name="bench")
         user = get_user_model().objects.create_user(username="bench@example.com", password=uuid.uuid4().hex)
         Membership.objects.create(team=team, user=user, role=Role.OWNER)
-        indexes = drop_indexes("traces_trace") + drop_indexes("routing_delivery") + drop_indexes("traces_score")
-        load(team.pk, args.traces, datetime.now(UTC), rng)
-        snapshots.all_folded()
+        indexes = drop_indexes("traces_trace")
+        rows = traces(team.pk, args.traces, datetime.now(UTC), rng)
+        while batch := [r for _, r in zip(range(20_000), rows, strict=False)]:
+            copy_rows("traces_trace", COLUMNS, batch)
         rebuild_indexes(indexes)
-        print(f"loaded {args.traces:,} traces and {scores(team.pk, rng):,} scores in {time.perf_counter() - t0:.0f} s")
-        rebuild_indexes([])
+        print(f"loaded {args.traces:,} traces in {time.perf_counter() - t0:.0f} s")
+    from traces.models import Score
+
+    if not Score.objects.filter(team=team).exists():
+        print(f"{scores(team.pk, rng):,} scores added")
+        rebuild_indexes([])  # (VACUUM ANALYZE)
     measure(team.pk, args.runs)
 
 
