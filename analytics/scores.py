@@ -1,11 +1,12 @@
 """The average of a numeric score over time (docs/analytics.md#scores): `GET /api/v1/analytics?score=<name>`,
 the analytics page's "Score: <name>" chart and the dashboards' `score_avg`/`score_count` widgets.
 
-Read from the Score table directly (scores are far fewer than traces: no rollup), joined to the traces
-the feed's filters select (`TraceFilter.apply`, the feed's own filtering), and bucketed in Postgres by
-the trace's time into the plan's intervals (`width_bucket` over the interval starts, so days in a time
-zone are the same days as the other series'). A boolean score counts 1 or 0 (its average is the share
-of `true`); a categorical one has no number and is not counted.
+Read from the Score table directly (scores are far fewer than traces: no rollup): a range of the
+`score_team_time` index (the trace's time, copied onto each score when it is stored), each score's
+trace checked against the feed's other filters by its key (`TraceFilter.apply`, the feed's own
+filtering) when there are any, bucketed in Postgres into the plan's intervals (`width_bucket` over
+the interval starts, so days in a time zone are the same days as the other series'). A boolean score
+counts 1 or 0 (its average is the share of `true`); a categorical one has no number and is not counted.
 """
 
 from __future__ import annotations
@@ -41,12 +42,12 @@ def score_figures(*, team_id: int, trace_filter: Any, plan: planning.TimePlan, n
     in_range = dataclasses.replace(
         trace_filter, since=datetime.fromtimestamp(plan.since, UTC), until=datetime.fromtimestamp(plan.until, UTC)
     )
-    # Driven by the scores (few) with the trace's time on the join, each score's trace checked against
-    # the rest of the filter by its primary key: not a semi-join over every trace of the range.
-    untimed = dataclasses.replace(trace_filter, since=None, until=None)  # (nothing else: the join says it all)
+    # Driven by the scores: a range of `score_team_time` (the trace's time, copied onto the score), and
+    # only when the filter says more than the time, each score's trace checked by its primary key.
+    untimed = dataclasses.replace(trace_filter, since=None, until=None)
     trace = in_range.apply(Trace.objects.filter(team_id=team_id, pk=OuterRef("trace_id")))
     bucket = Func(
-        Cast(Extract(F("trace__timestamp"), "epoch"), FloatField()),
+        Cast(Extract(F("trace_timestamp"), "epoch"), FloatField()),
         Value([float(s) for s in starts], output_field=ArrayField(FloatField())),
         function="width_bucket",
         output_field=IntegerField(),
@@ -56,8 +57,8 @@ def score_figures(*, team_id: int, trace_filter: Any, plan: planning.TimePlan, n
             team_id=team_id,
             name=name,
             number__isnull=False,
-            trace__timestamp__gte=in_range.since,
-            trace__timestamp__lt=in_range.until,
+            trace_timestamp__gte=in_range.since,
+            trace_timestamp__lt=in_range.until,
         )
         .filter(Exists(trace) if untimed != type(trace_filter)() else Q())
         .annotate(bucket=bucket)

@@ -46,11 +46,11 @@ def scores(team_id: int, rng: random.Random) -> int:
     rows = []
     for n, (pk, when) in enumerate(picked):
         value = round(rng.random(), 2)
-        rows.append((_uuid7(), team_id, pk, "helpfulness", Jsonb(value), value, "numeric", "", "eval", when))
+        rows.append((_uuid7(), team_id, pk, "helpfulness", Jsonb(value), value, "numeric", "", "eval", when, when))
         if n % 2 == 0:
             up = rng.random() < 0.8
-            rows.append((_uuid7(), team_id, pk, "thumbs", Jsonb(up), float(up), "boolean", "", "human", when))
-    columns = "id, team_id, trace_id, name, value, number, data_type, comment, source, created_at"
+            rows.append((_uuid7(), team_id, pk, "thumbs", Jsonb(up), float(up), "boolean", "", "human", when, when))
+    columns = "id, team_id, trace_id, name, value, number, data_type, comment, source, created_at, trace_timestamp"
     copy_rows("traces_score", columns, rows)
     return len(rows)
 
