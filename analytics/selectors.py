@@ -75,8 +75,8 @@ def parse_query(params: Mapping[str, Any], *, now: datetime | None, limit: int |
         tz = ZoneInfo(tz_name)
     except (ZoneInfoNotFoundError, ValueError):
         raise AnalyticsError("tz", "An IANA time zone name, e.g. Europe/Paris.")
-    score = params.get("score") or None
-    if score is not None:
+    score = params.get("score") if "score" in params else None
+    if score is not None:  # (given empty: a 400, as its pattern says)
         try:
             check_score_name(score)
         except ScoreNameError as exc:

@@ -82,7 +82,7 @@ def test_days_in_a_time_zone_bucket_like_the_other_series(api, team):
     assert [(p["count"], p["avg"]) for p in body["score"]["series"]] == [(1, 0.0), (1, 1.0)]
 
 
-@pytest.mark.parametrize("bad", ["has space", "x" * 201, "a/b"])
+@pytest.mark.parametrize("bad", ["has space", "x" * 201, "a/b", ""])
 def test_a_bad_score_name_is_a_400_naming_it(api, bad):
     r = api.get(URL, {"score": bad})
     assert r.status_code == 400 and r.json()["parameter"] == "score"
