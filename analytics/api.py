@@ -49,6 +49,12 @@ class Analytics(APIView):
                 f"at most {selectors.GROUP_LIMIT_MAX}).",
             ),
             OpenApiParameter("tz", str, description="IANA time zone for day boundaries (default UTC)."),
+            OpenApiParameter(
+                "score",
+                {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,200}$"},
+                description="A score's name: adds `score`, its average (a boolean counts 1/0) and count over the "
+                "range and per interval, on the traces the filters select. Read from the scores themselves.",
+            ),
         ],
         responses={200: AnalyticsSerializer, **problem_responses(400, 401, 403)},
     )

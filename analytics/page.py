@@ -188,6 +188,8 @@ def context(body: dict[str, Any], filters: dict[str, list[str]], *, groups: dict
     rate_chart = _rate_limit_chart(body["rate_limits"]["series"], bounds, labels, hrefs, links, x_labels)
     if rate_chart is not None:
         chart_list.append(rate_chart)
+    if body.get("score"):
+        chart_list.insert(0, _score_chart(body["score"], labels, hrefs, x_labels))
 
     whole = (rng["since"], rng["until"])
     return {
@@ -211,6 +213,30 @@ def context(body: dict[str, Any], filters: dict[str, list[str]], *, groups: dict
 
 def _chart(slug: str, title: str, sub: str, svg: SafeString, legend: list[tuple[str, str]]) -> dict[str, Any]:
     return {"slug": slug, "title": title, "sub": sub, "svg": svg, "legend": legend}
+
+
+def score_text(value: float) -> str:
+    return f"{value:,.3g}" if abs(value) < 1000 else compact(value)
+
+
+def _score_chart(
+    score: dict[str, Any], labels: list[str], hrefs: list[str], x_labels: Sequence[tuple[int, str]]
+) -> dict[str, Any]:
+    """ "Score: <name>": the score's average per interval (its `series`, the same intervals as the
+    others'), each column linking to the interval's traces."""
+    cols = [charts.Column(labels[i], hrefs[i], points=[p["avg"]]) for i, p in enumerate(score["series"][: len(labels)])]
+    svg = charts.lines(
+        cols, [charts.Line("average", "series-p50")], label=f"Average {score['name']} per interval",
+        fmt=score_text, x_labels=x_labels,
+    )  # fmt: skip
+    count = score["count"]
+    sub = (
+        f"Average per interval of {count:,} score{'s' if count != 1 else ''} (overall {score_text(score['avg'])}); "
+        "a boolean counts 1 or 0"
+        if count
+        else "No scores of this name on the traces in this range"
+    )
+    return _chart("score", f"Score: {score['name']}", sub, svg, [("series-p50", "Average")])
 
 
 def _cost_title(point: dict[str, Any]) -> str:

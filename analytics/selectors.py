@@ -25,13 +25,14 @@ from . import plan as planning
 from . import sketch, snapshots
 from .live import queue_depth, rate_limit_headers
 from .reading import Acc, new_acc, raw_queryset, read_raw, read_rollups
+from .scores import ScoreNameError, check_score_name, score_figures
 from .slices import GROUP_BY, Slice, raw_reasons, slice_for
 from .stats import Stats
 
 DEFAULT_RANGE = timedelta(hours=24)
 GROUP_LIMIT_DEFAULT = 10
 GROUP_LIMIT_MAX = 1000
-PARAMS = ("interval", "group_by", "limit", "tz")
+PARAMS = ("interval", "group_by", "limit", "tz", "score")
 MERGED_POINTS_MAX = 48  # series up to this many points give the totals' histograms too
 POINT_QUANTILES = (sketch.QUANTILES["p50"], sketch.QUANTILES["p95"])  # a series point's
 
@@ -54,6 +55,7 @@ class AnalyticsQuery:
     group_by: str | None
     limit: int
     tz: ZoneInfo
+    score: str | None = None  # a score's name: the answer's `score` (its average and count per interval)
 
 
 def parse_query(params: Mapping[str, Any], *, now: datetime | None, limit: int | None) -> AnalyticsQuery:
@@ -73,7 +75,13 @@ def parse_query(params: Mapping[str, Any], *, now: datetime | None, limit: int |
         tz = ZoneInfo(tz_name)
     except (ZoneInfoNotFoundError, ValueError):
         raise AnalyticsError("tz", "An IANA time zone name, e.g. Europe/Paris.")
-    return AnalyticsQuery(trace_filter, interval, group_by, limit or GROUP_LIMIT_DEFAULT, tz)
+    score = params.get("score") if "score" in params else None
+    if score is not None:  # (given empty: a 400, as its pattern says)
+        try:
+            check_score_name(score)
+        except ScoreNameError as exc:
+            raise AnalyticsError("score", str(exc))
+    return AnalyticsQuery(trace_filter, interval, group_by, limit or GROUP_LIMIT_DEFAULT, tz, score)
 
 
 def analytics_for_team(
@@ -285,6 +293,7 @@ def _figures(team_id: int, query: AnalyticsQuery, plan: planning.TimePlan, rate_
         "series": [_point(plan.starts[i], stats) for i, stats in enumerate(series)],
         "groups": _groups(groups_acc, query.limit) if group_by else None,
         "rate_limits": {"series": _rate_limit_series(rl_acc, plan)},
+        "score": score_figures(team_id=team_id, trace_filter=f, plan=plan, name=query.score) if query.score else None,
     }
     return body
 

@@ -92,6 +92,19 @@ class RateLimitsSerializer(serializers.Serializer):
     latest = RateLimitLatestSerializer(many=True, help_text="Per upstream, the headers of its last 429.")
 
 
+class ScorePointSerializer(serializers.Serializer):
+    t = serializers.DateTimeField(help_text="The interval's start.")
+    count = serializers.IntegerField(help_text="Scores of that name on the interval's traces.")
+    avg = serializers.FloatField(allow_null=True, help_text="Their average (a boolean counts 1/0); null: none.")
+
+
+class ScoreFiguresSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    count = serializers.IntegerField(help_text="Scores of that name (numeric or boolean) on the range's traces.")
+    avg = serializers.FloatField(allow_null=True, help_text="Their average over the range; null: none.")
+    series = ScorePointSerializer(many=True, help_text="One point per interval (the answer's `series`' times).")
+
+
 class AnalyticsSerializer(serializers.Serializer):
     range = RangeSerializer()
     source = serializers.ChoiceField(  # type: ignore[assignment]
@@ -104,3 +117,8 @@ class AnalyticsSerializer(serializers.Serializer):
     groups = GroupSerializer(many=True, allow_null=True, help_text="With group_by: largest cost first.")
     queue = QueueSerializer()
     rate_limits = RateLimitsSerializer()
+    score = ScoreFiguresSerializer(
+        allow_null=True,
+        help_text="With `score=<name>`: that score's average and count over the range and per interval, "
+        "on the traces the filters select (by the trace's time). Null without it.",
+    )

@@ -62,6 +62,8 @@ def raw_reasons(trace_filter: TraceFilter, group_by: str | None) -> list[str]:
         reasons.append("a session_id or user_id filter")
     if trace_filter.run_id or trace_filter.kinds:
         reasons.append("a run_id or kind filter")
+    if trace_filter.scores:  # (the rollups know no scores: counted from the scored traces)
+        reasons.append("a score filter")
     if group_by in ("user", "destination"):
         reasons.append(f"group_by={group_by}")
     dims = _dimension_filters(trace_filter)

@@ -5,6 +5,7 @@ the trace feed filtered to the traces behind it (`analytics.page`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
@@ -16,6 +17,7 @@ from django.urls import reverse
 
 from accounts.access import DashboardRequest, team_view
 from traces.filters import FilterError
+from traces.scores import score_names
 from traces.views.forms import FeedFilterForm
 
 from . import page, selectors
@@ -35,10 +37,20 @@ BREAKDOWN_ALL = 200  # "Show all" (?show=<group_by>): every group up to this man
 
 
 class AnalyticsFilterForm(FeedFilterForm):
-    """The feed's filters, with ranges up to 30 days and the series' interval."""
+    """The feed's filters, with ranges up to 30 days, the series' interval and the score to chart
+    (the API's `score=<name>`: its average per interval)."""
 
     time_range = forms.CharField(label="Time range", required=False, widget=forms.Select(choices=RANGE_CHOICES))
     interval = forms.CharField(label="Interval", required=False, widget=forms.Select(choices=INTERVAL_CHOICES))
+    score = forms.CharField(label="Score chart", required=False, widget=forms.Select(choices=[("", "No score chart")]))
+
+    def __init__(
+        self, params: QueryDict, *, score_names: Sequence[str] = (), numeric_names: Sequence[str] = ()
+    ) -> None:
+        super().__init__(params, score_names=score_names)
+        chosen = str(params.get("score") or "")
+        names = list(dict.fromkeys([*numeric_names, *([chosen] if chosen else [])]))
+        self.fields["score"].widget.choices = [("", "No score chart"), *((n, n) for n in names)]  # type: ignore[attr-defined]
 
 
 @team_view()
@@ -47,7 +59,9 @@ def analytics_page(request: DashboardRequest) -> HttpResponse:
     params = request.GET.copy()
     if not any(params.get(k, "").strip() for k in ("time_range", "since", "until")):
         params["time_range"] = DEFAULT_RANGE
-    form = AnalyticsFilterForm(params)
+    form = AnalyticsFilterForm(
+        params, score_names=score_names(request.team.pk), numeric_names=score_names(request.team.pk, numeric=True)
+    )
     if has_blanks and not request.htmx:
         return redirect(_url(form))  # a GET form sends its empty fields: share a clean URL
     context: dict[str, Any] = {"form": form, "query": form.query(), "clear_url": reverse("analytics-page")}
@@ -56,7 +70,8 @@ def analytics_page(request: DashboardRequest) -> HttpResponse:
     body = _figures(request.team.pk, form, show_all)
     if body is None:
         return render(request, "analytics/page.html", {**context, "invalid": True}, status=400)
-    context.update(page.context(body, form.filter_params(), groups=body.pop("breakdowns")))
+    filters = {k: v for k, v in form.filter_params().items() if k != "score"}  # (the chart's, not a filter)
+    context.update(page.context(body, filters, groups=body.pop("breakdowns")))
     for b in context["breakdowns"]:  # "Show all" where the top BREAKDOWN_LIMIT may not be all
         here = reverse("analytics-page") + "?" + form.query()
         if b["group_by"] == show_all:

@@ -25,7 +25,7 @@ from analytics.selectors import AnalyticsError, analytics_for_team, analytics_gr
 from analytics.stats import Stats
 from traces.filters import FilterError
 
-from .definition import TOTALS, widget_query
+from .definition import SCORE_METRICS, TOTALS, widget_query
 
 GROUP_LIMIT = 10
 LINE_GROUPS = 6  # one colour each (series-c0 … c5)
@@ -67,7 +67,14 @@ def widget_answer(*, team_id: int, widget: Mapping[str, Any], now: datetime | No
         else:
             query = widget_query(widget, now=now)
             body = analytics_for_team(team_id=team_id, query=query, now=now, live=False)
-            if chart == "number":
+            if metric in SCORE_METRICS:  # the answer's `score`: its figure over the range, or per interval
+                stat = metric.removeprefix("score_")
+                score = body["score"]
+                if chart == "number":
+                    answer.value, answer.count = score[stat], score["count"]
+                else:
+                    answer.points = [(p["t"], p[stat]) for p in score["series"]]
+            elif chart == "number":
                 answer.value = figure(body, metric)
                 answer.count = body["totals"]["count"]
             else:

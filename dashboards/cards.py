@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from analytics import charts
-from analytics.page import Links, compact, duration, money_tick, percent
+from analytics.page import Links, compact, duration, money_tick, percent, score_text
 from config.money import usd
 
 from .answers import Answer
@@ -25,6 +25,8 @@ def formatter(metric: str, *, axis: bool = False) -> Callable[[float], str]:
         return percent
     if metric.startswith(("latency_", "ttft_")):
         return duration
+    if metric == "score_avg":
+        return score_text
     return compact if axis else (lambda v: f"{v:,.0f}")
 
 
@@ -37,7 +39,7 @@ def card(answer: Answer) -> dict[str, Any]:
     metric, chart = w["metric"], w["chart"]
     out: dict[str, Any] = {
         "widget": w,
-        "metric_label": METRIC_LABELS[metric],
+        "metric_label": metric_label(w),
         "error": answer.error,
         "kind": chart,
         "sub": _sub(w),
@@ -77,7 +79,7 @@ def card(answer: Answer) -> dict[str, Any]:
     hrefs = [links.to(bounds[i], bounds[i + 1]) for i in range(len(starts))]
     x_labels = [(i, _tick(bounds[i], interval, since, until)) for i in charts.x_label_positions(len(starts))]
     axis_fmt = formatter(metric, axis=True)
-    whole = metric not in ("cost", "error_rate") and not metric.startswith(("latency_", "ttft_"))
+    whole = metric not in ("cost", "error_rate", "score_avg") and not metric.startswith(("latency_", "ttft_"))
     if chart == "table":
         out["rows"] = [
             {"label": labels[i], "value": shown(v, metric), "href": hrefs[i]} for i, (_t, v) in enumerate(answer.points)
@@ -104,14 +106,20 @@ def card(answer: Answer) -> dict[str, Any]:
         out["legend"] = [(line.css, line.name) for line in series]
         out["group_by"] = group_by
     else:
-        series = [charts.Line(METRIC_LABELS[metric], "series-c0")]
+        series = [charts.Line(metric_label(w), "series-c0")]
         columns = [charts.Column(labels[i], hrefs[i], points=[v]) for i, (_t, v) in enumerate(answer.points)]
     out["svg"] = charts.lines(columns, series, label=w["title"], fmt=axis_fmt, x_labels=x_labels)
     return out
 
 
+def metric_label(w: dict[str, Any]) -> str:
+    """ "Cost (USD)"; for a score's figure, with the score's name ("Score average: helpful")."""
+    label = METRIC_LABELS[w["metric"]]
+    return f"{label}: {w['score']}" if w.get("score") else label
+
+
 def _sub(w: dict[str, Any]) -> str:
-    parts = [METRIC_LABELS[w["metric"]]]
+    parts = [metric_label(w)]
     if w.get("group_by"):
         parts.append(f"by {w['group_by']}")
     parts.append(

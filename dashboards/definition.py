@@ -20,6 +20,7 @@ from typing import Any
 from django.utils import timezone
 
 from analytics.plan import INTERVALS
+from analytics.scores import ScoreNameError, check_score_name
 from analytics.selectors import AnalyticsError, AnalyticsQuery, parse_query, plan_for
 from analytics.slices import GROUP_BY
 from config.fields import has_control_characters
@@ -29,6 +30,8 @@ MAX_NAME = 200
 MAX_TITLE = 200
 MAX_WIDGETS = 24
 WIDGET_FIELDS = ("title", "metric", "filters", "group_by", "interval", "time_range", "chart")
+# `score`: only with a score metric (the analytics API's `score=<name>`); in a widget's JSON only then.
+OPTIONAL_FIELDS = ("score",)
 BOARD_FIELDS = ("name", "widgets")
 PERIOD_PARAMS = ("since", "until", "time_range")
 FILTER_KEYS = tuple(p for p in FILTER_PARAMS if p not in PERIOD_PARAMS)
@@ -59,9 +62,12 @@ TOTALS = (
     "estimated_usage",
 )
 PERCENTILES = tuple(f"{h}_{s}" for h in ("latency", "ttft") for s in ("p50", "p90", "p95", "p99", "mean"))
-METRICS = (*TOTALS, *PERCENTILES)
+# A score's average (a boolean counts 1/0) and count, with the widget's `score` naming it: read from
+# the analytics answer's `score` (docs/analytics.md#scores), over the range or per interval; no groups.
+SCORE_METRICS = ("score_avg", "score_count")
+METRICS = (*TOTALS, *PERCENTILES, *SCORE_METRICS)
 # What a series point (and a group's point per interval) carries: the totals and latency p50/p95.
-PER_INTERVAL = (*TOTALS, "latency_p50", "latency_p95")
+PER_INTERVAL = (*TOTALS, "latency_p50", "latency_p95", *SCORE_METRICS)
 METRIC_LABELS = {
     "count": "Calls",
     "success": "Successful calls",
@@ -86,6 +92,8 @@ METRIC_LABELS = {
         for h in ("latency", "ttft")
         for s in ("p50", "p90", "p95", "p99", "mean")
     },
+    "score_avg": "Score average",
+    "score_count": "Scores",
 }
 CHART_LABELS = {
     "number": "Number",
@@ -115,7 +123,7 @@ def widget_query(widget: Mapping[str, Any], *, now: datetime | None = None, limi
         **filter_params(widget.get("filters") or {}),
         "time_range": widget.get("time_range") or DEFAULT_TIME_RANGE,
     }
-    for name in ("interval", "group_by"):
+    for name in ("interval", "group_by", "score"):
         if widget.get(name):
             params[name] = widget[name]
     return parse_query(params, now=now, limit=limit)
@@ -186,7 +194,7 @@ def _widget(item: Any, at: str, errors: dict[str, list[str]], now: datetime) -> 
     if not isinstance(item, Mapping):
         errors[at or "widget"] = [f"A widget is an object with {', '.join(WIDGET_FIELDS)}."]
         return None
-    for key in sorted(set(item) - set(WIDGET_FIELDS), key=str):
+    for key in sorted(set(item) - set(WIDGET_FIELDS) - set(OPTIONAL_FIELDS), key=str):
         mine[where(str(key))] = [f"Unknown field: a widget has {', '.join(WIDGET_FIELDS)}."]
     out: dict[str, Any] = {}
 
@@ -221,6 +229,19 @@ def _widget(item: Any, at: str, errors: dict[str, list[str]], now: datetime) -> 
         mine[where("time_range")] = [f"Use one of {', '.join(TIME_RANGES)} (the analytics API's ranges)."]
     out["time_range"] = time_range
 
+    score = item.get("score")
+    if metric in SCORE_METRICS:
+        if not isinstance(score, str) or not score:
+            mine[where("score")] = ["Name the score (a numeric or boolean one) whose figure this is."]
+        else:
+            try:
+                check_score_name(score)
+            except ScoreNameError as exc:
+                mine[where("score")] = [str(exc)]
+    elif score is not None:
+        mine[where("score")] = ["Only with metric score_avg or score_count."]
+    out["score"] = score if metric in SCORE_METRICS else None
+
     chart = item.get("chart")
     if "chart" not in item:
         mine[where("chart")] = ["This field is required."]
@@ -241,11 +262,22 @@ def _widget(item: Any, at: str, errors: dict[str, list[str]], now: datetime) -> 
     if mine:
         errors.update(mine)
         return None
-    return {name: out[name] for name in WIDGET_FIELDS}
+    return widget_fields(out)
+
+
+def widget_fields(widget: Mapping[str, Any]) -> dict[str, Any]:
+    """A widget's JSON: every field of WIDGET_FIELDS, and `score` when it has one."""
+    out = {name: widget.get(name) for name in WIDGET_FIELDS}
+    if widget.get("score"):
+        out["score"] = widget["score"]
+    return out
 
 
 def _check_combination(widget: dict[str, Any], where: Any, errors: dict[str, list[str]]) -> None:
     chart, metric, group_by = widget["chart"], widget["metric"], widget["group_by"]
+    if metric in SCORE_METRICS and group_by:
+        errors[where("group_by")] = ["A score's figure has no groups: leave group_by out."]
+        return
     if chart == "number" and group_by:
         errors[where("group_by")] = [
             "A number shows one figure for the range: leave group_by out, or use bar or table."

@@ -35,6 +35,7 @@ class WidgetForm(SavedFilterForm):
         help_text="Lines (and bars or tables over time) show the totals and latency p50/p95 per interval; "
         "the other percentiles are for a number, or bars or a table per group.",
     )
+    score = _text("Score", "helpfulness", "For Score average or Scores: the score's name (numeric or boolean).")
     chart = forms.ChoiceField(label="Drawn as", choices=list(CHART_LABELS.items()))
     time_range = forms.ChoiceField(label="Range", choices=RANGE_CHOICES, initial=DEFAULT_TIME_RANGE)
     interval = forms.ChoiceField(label="Interval", required=False, choices=INTERVAL_CHOICES)
@@ -57,6 +58,7 @@ class WidgetForm(SavedFilterForm):
             "interval": d.get("interval") or None,
             "time_range": d.get("time_range") or None,
             "chart": d.get("chart"),
+            **({"score": d["score"].strip()} if (d.get("score") or "").strip() else {}),
         }
 
 
@@ -65,6 +67,7 @@ def widget_initial(widget: dict[str, Any]) -> dict[str, Any]:
         **saved_filter_initial(filter_params(widget.get("filters") or {})),
         "title": widget.get("title", ""),
         "metric": widget.get("metric"),
+        "score": widget.get("score") or "",
         "chart": widget.get("chart"),
         "time_range": widget.get("time_range") or DEFAULT_TIME_RANGE,
         "interval": widget.get("interval") or "",

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from .definition import WIDGET_FIELDS
+from .definition import widget_fields
 from .models import Dashboard
 
 
@@ -19,7 +19,7 @@ def dashboard_for_team(team_id: int, dashboard_id: int) -> Dashboard | None:
 
 
 def widget_json(widget: dict[str, Any]) -> dict[str, Any]:
-    return {name: widget.get(name) for name in WIDGET_FIELDS}
+    return widget_fields(widget)
 
 
 def dashboard_json(dashboard: Dashboard) -> dict[str, Any]:

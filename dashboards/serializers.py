@@ -44,8 +44,8 @@ class WidgetSerializer(serializers.Serializer):
     metric = serializers.ChoiceField(
         choices=list(METRICS),
         help_text="The figure shown: a field of the analytics answer's `totals`, or `latency_`/`ttft_` + "
-        f"p50, p90, p95, p99 or mean. A line (and a bar or table without group_by) needs one kept per "
-        f"interval: {', '.join(PER_INTERVAL)}.",
+        "p50, p90, p95, p99 or mean, or `score_avg`/`score_count` of the score named in `score`. A line (and a "
+        f"bar or table without group_by) needs one kept per interval: {', '.join(PER_INTERVAL)}.",
     )
     filters = FiltersField(required=False)
     group_by = serializers.ChoiceField(
@@ -65,6 +65,12 @@ class WidgetSerializer(serializers.Serializer):
         choices=list(TIME_RANGES), required=False, allow_null=True, help_text="The range before now; default `24h`."
     )
     chart = serializers.ChoiceField(choices=list(CHARTS))
+    score = serializers.RegexField(
+        r"^[A-Za-z0-9_.:-]{1,200}$",
+        required=False,
+        allow_null=True,
+        help_text="With metric `score_avg` or `score_count` (and only then): the score's name.",
+    )
 
 
 class DashboardInSerializer(serializers.Serializer):
@@ -83,6 +89,7 @@ class WidgetOutSerializer(serializers.Serializer):
     interval = serializers.CharField(allow_null=True)
     time_range = serializers.ChoiceField(choices=list(TIME_RANGES))
     chart = serializers.ChoiceField(choices=list(CHARTS))
+    score = serializers.CharField(required=False, help_text="Only for a score metric: the score's name.")
 
 
 class DashboardOutSerializer(serializers.Serializer):

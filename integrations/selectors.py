@@ -11,7 +11,7 @@ from config.crypto import decrypt_json
 
 from .exporters.base import Target
 from .models import PLATFORM_ALIASES, Integration, Platform
-from .registry import canonical_platform
+from .registry import canonical_platform, exporter_class
 
 
 def integrations_for_team(team_id: int) -> QuerySet[Integration]:
@@ -111,3 +111,20 @@ def integration_names_and_platforms(team_id: int) -> set[str]:
         names.add(platform)
         names.update(alias for alias, target in PLATFORM_ALIASES.items() if target == platform)
     return names
+
+
+def trace_links(*, team_id: int, trace_id: str, run_id: str, integration_ids: list[int]) -> dict[int, tuple[str, str]]:
+    """integration id → (the tool's label, where this trace opens there), for the integrations given
+    whose exporter can build a link from their stored config (`Exporter.trace_url`); the others are
+    left out. Read from the non-secret config only."""
+    out: dict[int, tuple[str, str]] = {}
+    for integration in Integration.objects.filter(team_id=team_id, pk__in=integration_ids):
+        try:
+            cls = exporter_class(integration.platform)
+        except (KeyError, ImportError):
+            continue
+        url = cls.trace_url(integration.config or {}, team_id=team_id, trace_id=trace_id, run_id=run_id)
+        if url:
+            label = cls.label.removesuffix(" LLM Observability") or integration.get_platform_display()
+            out[integration.pk] = (label, url)
+    return out

@@ -25,6 +25,7 @@ def score_create(*, trace: Trace, data: ScoreInput) -> Score:
             data_type=data.data_type,
             comment=data.comment,
             source=data.source,
+            trace_timestamp=trace.timestamp,
         )
         transaction.on_commit(lambda: route_scores([score.pk]))
     return score

@@ -266,15 +266,24 @@ class Score(models.Model):
     comment = models.TextField(blank=True)
     source = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # The trace's timestamp, copied when the score is stored (a trace's time never changes): the
+    # analytics' score average reads a range of it down `score_team_time` without touching the traces.
+    trace_timestamp = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
             models.Index(fields=["trace", "created_at"], name="score_trace"),
             models.Index(fields=["team", "name", "created_at"], name="score_team_name"),
+            models.Index(fields=["team", "name", "trace_timestamp"], name="score_team_time"),
         ]
 
     def __str__(self) -> str:
         return f"{self.name}={self.value!r} on {self.trace_id}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.trace_timestamp is None and self.trace_id is not None:
+            self.trace_timestamp = Trace.objects.filter(pk=self.trace_id).values_list("timestamp", flat=True).first()
+        super().save(*args, **kwargs)
 
 
 class ShareLink(models.Model):

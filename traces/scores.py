@@ -121,6 +121,15 @@ def scores_of_run(team_id: int, run_id: str) -> QuerySet[Score]:
     )
 
 
+def score_names(team_id: int, *, numeric: bool = False, limit: int = 200) -> list[str]:
+    """The team's score names, sorted (the feed's score filter; ``numeric``: only those with a number,
+    numeric or boolean, for averages). Down the (team, name, created_at) index."""
+    qs = Score.objects.filter(team_id=team_id)
+    if numeric:
+        qs = qs.filter(number__isnull=False)
+    return list(qs.order_by("name").values_list("name", flat=True).distinct()[:limit])
+
+
 def score_record(score: Score, trace: Any, name: str) -> ScoreRecord:
     """``trace``: the Trace or a row with its trace_id, run_id, timestamp, latency_ms and kind."""
     start = trace.timestamp

@@ -141,6 +141,13 @@ class Exporter:
     # it has its scores recorded as dead with the reason, never silently dropped.
     supports_scores: ClassVar[bool] = False
 
+    @classmethod
+    def trace_url(cls, config: Mapping[str, Any], *, team_id: int, trace_id: str, run_id: str) -> str | None:
+        """Where the trace can be opened in this tool ("Open in <tool>" on the trace page), built from
+        the integration's stored (non-secret) config and the ids this exporter sent it under
+        (`ids`); None when the tool has no such page or the config lacks what the URL needs."""
+        return None
+
     def export_scores(self, scores: Sequence[ScoreRecord]) -> None:
         """Send scores (≤ ``max_batch``) on traces this destination received, in its own terms, with
         stable ids (a re-send never duplicates); `ExportError` as for traces."""

@@ -14,9 +14,10 @@ as its SDK does, and a request stays under the 5 MB payload limit.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
+from urllib.parse import quote
 
 from traces.records import ScoreRecord, TraceRecord
 
@@ -212,6 +213,15 @@ class DatadogExporter(HttpExporter):
         ),
         Field("endpoint", "base_url", help="Overrides https://api.<site> (a proxy or a private link)."),
     )
+
+    @classmethod
+    def trace_url(cls, config: Mapping[str, Any], *, team_id: int, trace_id: str, run_id: str) -> str | None:
+        """LLM Observability's trace list searched for the trace id our span went under (the run's):
+        ``https://app.<site>/llm/traces?query=trace_id:<hex>`` (us3/us5/ap1 sites have no ``app.``)."""
+        site = str(config.get("site") or "datadoghq.com")
+        app = f"app.{site}" if site in ("datadoghq.com", "datadoghq.eu", "ddog-gov.com") else site
+        trace = ids.otel_trace_id(team_id, run_id or trace_id).hex()
+        return f"https://{app}/llm/traces?query={quote(f'trace_id:{trace}', safe=':')}"
 
     @property
     def base_url(self) -> str:

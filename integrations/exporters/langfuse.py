@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
+from urllib.parse import quote
 
 from traces.records import ScoreRecord, TraceRecord
 
@@ -155,7 +156,25 @@ class LangfuseExporter(OtlpExporter):
         Field("publicKey", required=True, max_length=200, help="pk-lf-…"),
         Field("secretKey", required=True, secret=True, max_length=200, help="sk-lf-…"),
         Field("host", "base_url", default="https://cloud.langfuse.com", aliases=("baseUrl",)),
+        Field(
+            "projectId",
+            max_length=100,
+            pattern=r"[A-Za-z0-9_-]+",
+            pattern_hint="the id in the project's Langfuse URLs: letters, digits, _ and - only",
+            help='Optional: the project\'s id in Langfuse URLs (…/project/<this>), for "Open in Langfuse" links.',
+        ),
     )
+
+    @classmethod
+    def trace_url(cls, config: Mapping[str, Any], *, team_id: int, trace_id: str, run_id: str) -> str | None:
+        """``{host}/project/{projectId}/traces/{traceId}``: the OTel trace id our span went under (the
+        run's: Langfuse shows the run as one trace), the span selected as its observation."""
+        project, host = config.get("projectId"), config.get("host") or "https://cloud.langfuse.com"
+        if not project:
+            return None
+        trace = ids.otel_trace_id(team_id, run_id or trace_id).hex()
+        span = ids.otel_span_id(team_id, trace_id).hex()
+        return f"{str(host).rstrip('/')}/project/{quote(str(project), safe='')}/traces/{trace}?observation={span}"
 
     def traces_url(self) -> str:
         return f"{self.config['host']}/api/public/otel/v1/traces"

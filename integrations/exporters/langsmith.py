@@ -17,9 +17,10 @@ retrievals ``retriever``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
+from urllib.parse import quote, urlsplit
 from uuid import UUID
 
 import httpx
@@ -176,7 +177,25 @@ class LangsmithExporter(HttpExporter):
             help="EU: https://eu.api.smith.langchain.com; self-hosted: https://<host>/api/v1",
         ),
         Field("tenantId", max_length=100, aliases=("workspaceId",), help="Needed when the key spans workspaces."),
+        Field(
+            "projectUuid",
+            max_length=36,
+            pattern=r"[0-9a-fA-F-]{36}",
+            pattern_hint="the project's UUID from its LangSmith URL (…/projects/p/<uuid>)",
+            help='Optional, with tenantId: the project\'s UUID in LangSmith URLs, for "Open in LangSmith" links.',
+        ),
     )
+
+    @classmethod
+    def trace_url(cls, config: Mapping[str, Any], *, team_id: int, trace_id: str, run_id: str) -> str | None:
+        """``{web}/o/{tenantId}/projects/p/{projectUuid}/r/{run id}``: the run id this exporter gave the
+        span (`ids.run_uuid`). The web host is the API endpoint's without ``api.`` / ``/api/v1``."""
+        tenant, project = config.get("tenantId"), config.get("projectUuid")
+        if not tenant or not project:
+            return None
+        web = web_host(str(config.get("endpoint") or "https://api.smith.langchain.com"))
+        run = ids.run_uuid(team_id, trace_id)
+        return f"{web}/o/{quote(str(tenant), safe='')}/projects/p/{quote(str(project), safe='')}/r/{run}"
 
     def headers(self) -> dict[str, str]:
         headers = {"x-api-key": str(self.config["apiKey"])}
@@ -289,3 +308,14 @@ class LangsmithExporter(HttpExporter):
             headers=self.headers(),
             ok_message="LangSmith accepted the API key.",
         )
+
+
+def web_host(endpoint: str) -> str:
+    """LangSmith's web app for an API endpoint: https://api.smith.langchain.com → https://smith.langchain.com,
+    https://eu.api.smith.langchain.com → https://eu.smith.langchain.com, https://host/api/v1 → https://host."""
+    parts = urlsplit(endpoint.rstrip("/"))
+    host = parts.netloc
+    if host == "api.smith.langchain.com" or host.endswith(".api.smith.langchain.com"):
+        host = host.replace("api.smith.langchain.com", "smith.langchain.com")
+    path = parts.path.removesuffix("/api/v1").removesuffix("/api")
+    return f"{parts.scheme}://{host}{path}"

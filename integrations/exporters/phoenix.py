@@ -5,8 +5,9 @@ id and parent span ids); agents, tools, retrievals and chains carry their OpenIn
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
+from urllib.parse import quote
 
 from traces.records import ScoreRecord
 
@@ -173,7 +174,24 @@ class PhoenixExporter(OtlpExporter):
         Field("apiKey", secret=True, help="Only when Phoenix runs with auth enabled (sent as a Bearer token)."),
         Field("headers", "headers", default=dict),
         Field("compression", "choice", default="gzip", choices=("gzip", "none")),
+        Field(
+            "projectUrlId",
+            max_length=200,
+            pattern=r"[A-Za-z0-9_=-]+",
+            pattern_hint="the id in the project's Phoenix URLs (…/projects/<this>), e.g. UHJvamVjdDox",
+            help='Optional: the project\'s id in Phoenix URLs (…/projects/<this>), for "Open in Phoenix" links.',
+        ),
     )
+
+    @classmethod
+    def trace_url(cls, config: Mapping[str, Any], *, team_id: int, trace_id: str, run_id: str) -> str | None:
+        """``{host}/projects/{project}/traces/{trace_id}``: Phoenix's project page id (not its name) and
+        the OTel trace id our span went under (the run's), as hex."""
+        project, host = config.get("projectUrlId"), config.get("host")
+        if not project or not host:
+            return None
+        trace = ids.otel_trace_id(team_id, run_id or trace_id).hex()
+        return f"{str(host).rstrip('/')}/projects/{quote(str(project), safe='')}/traces/{trace}"
 
     def traces_url(self) -> str:
         return f"{self.config['host']}/v1/traces"

@@ -65,7 +65,9 @@ def test_it_answers_with_the_teams_own_figures(request, stored, client):
         "groups",
         "queue",
         "rate_limits",
+        "score",
     }
+    assert body["score"] is None
 
 
 @pytest.mark.parametrize("param", ["user_id", "session_id"])

@@ -70,6 +70,7 @@ def objects(team):
         "upstream_id": str(upstream.pk),
         "delivery_id": str(delivery.pk),
         "trace_id": TraceFactory(team=team).trace_id,
+        "run_id": TraceFactory(team=team).run_id,
         "team_id": str(team.pk),
         "service_name": "checkout",
         "report_id": str(report.pk),

@@ -25,7 +25,7 @@ from integrations.models import Integration
 from reports.models import Report
 from repricing.models import RepriceJob
 from routing.models import RoutingRule
-from traces.models import Trace
+from traces.models import Score, ScoreType, Trace
 from traces.prices import services as price_services
 
 from ..factories import (
@@ -53,6 +53,8 @@ PAGES = [
     ("session", "/sessions/session-0"),
     ("users", "/users"),
     ("analytics", "/analytics"),
+    ("analytics-score", "/analytics?score=helpfulness"),
+    ("traces-score-filter", "/traces?score.helpfulness.min=0.5"),
     ("dashboards", "/dashboards"),
     ("dashboard", "/dashboards/{board}"),
     ("routing", "/routing"),
@@ -130,7 +132,19 @@ def world(team) -> dict[str, Any]:
         TraceFactory(team=team, trace_id=span_id, run_id="run-agent", parent_id=parent, kind=kind, name=name)
     ApiKeyFactory(team=team, name="production backend")
     ApiKeyFactory(team=team, name="laptop", environment="development")
-    langfuse: Integration = IntegrationFactory(team=team, name="langfuse-prod", platform="langfuse", config={})
+    langfuse: Integration = IntegrationFactory(
+        team=team, name="langfuse-prod", platform="langfuse", config={"projectId": "clkp-demo"}
+    )  # (its project id: the trace page links "Open in Langfuse")
+    for i, trace in enumerate(traces[:12]):  # scores: the feed's score filter, the analytics score chart
+        value = round(0.3 + (i % 5) * 0.15, 2)
+        Score.objects.create(
+            team=team, trace=trace, name="helpfulness", value=value, number=value, data_type=ScoreType.NUMERIC
+        )
+        if i % 3 == 0:
+            Score.objects.create(
+                team=team, trace=trace, name="thumbs", value=i % 2 == 0, number=float(i % 2 == 0),
+                data_type=ScoreType.BOOLEAN, source="human",
+            )  # fmt: skip
     IntegrationFactory(team=team, name="orders-hook")
     for i, trace in enumerate(traces[:6]):
         Delivery.objects.create(
@@ -160,6 +174,7 @@ def world(team) -> dict[str, Any]:
                     {"title": "Calls per hour", "metric": "count", "chart": "line", "interval": "hour"},
                     {"title": "Cost by model", "metric": "cost", "chart": "bar", "group_by": "model"},
                     {"title": "Latency by model", "metric": "latency_p95", "chart": "table", "group_by": "model"},
+                    {"title": "Helpfulness", "metric": "score_avg", "score": "helpfulness", "chart": "line"},
                 ],
             }
         ),

@@ -208,6 +208,7 @@ def test_the_openapi_document_describes_the_operations(schema):
         "interval",
         "time_range",
         "chart",
+        "score",  # (only with a score metric)
     }
     for name in ("WidgetRequest", "WidgetOut"):
         assert set(schema["components"]["schemas"][name]["properties"]) == fields

@@ -284,3 +284,21 @@ def test_score_posts_a_number_a_boolean_or_a_category(cli: Cli) -> None:
     assert code == 5 and "no-such-trace" in err
     code, _, err = cli("score", "trc-cli-score", "bad name", "1")
     assert code == 6 and "name" in err
+
+
+def test_score_takes_a_run_with_dash_dash_run(cli: Cli) -> None:
+    from ..factories import TraceFactory
+
+    cli.json("signup", "--email", "sr@example.com", "--password-stdin", "--team-name", "runners", stdin=PASSWORD + "\n")
+    team = Team.objects.get(name="runners")
+    TraceFactory(team=team, run_id="run-cli", trace_id="run-cli-root", kind="chain")
+    TraceFactory(team=team, run_id="run-cli", trace_id="run-cli-llm", parent_id="run-cli-root")
+
+    scored = cli.json("score", "--run", "run-cli", "helpfulness", "-0.5")
+    assert (scored["trace_id"], scored["value"], scored["source"]) == ("run-cli-root", -0.5, "cli")
+    code, _, err = cli("score", "--run", "no-such-run", "thumbs", "true")
+    assert code == 5 and "no-such-run" in err
+    code, _, err = cli("score", "--run", "run-cli", "trc-x", "thumbs", "true")
+    assert code == 2 and "--run RUN_ID NAME VALUE" in err
+    code, _, err = cli("score", "thumbs", "true")
+    assert code == 2 and "TRACE_ID NAME VALUE" in err

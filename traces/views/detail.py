@@ -22,6 +22,7 @@ from config.money import usd
 from debugmode.selectors import trace_debug_records
 from delivery.selectors import trace_deliveries
 from delivery.services import REPLAYABLE, NotReplayable, delivery_replay
+from integrations.selectors import trace_links
 from traces.kinds import CALL_KINDS
 from traces.models import Trace
 from traces.pricing import PRICE_SOURCE, TEAM_SOURCE, breakdown, team_breakdown
@@ -134,6 +135,15 @@ def trace_detail(request: DashboardRequest, trace_id: str) -> HttpResponse:
     trace = _trace_or_404(request, trace_id)
     decisions = [routing_line(d) for d in trace.routing or () if isinstance(d, dict)]
     deliveries = trace_deliveries(trace.pk)
+    # "Open in <tool>": where a destination that has the trace shows it, when its config says enough.
+    delivered = [d.integration_id for d in deliveries if d.status == "delivered" and d.integration_id]
+    links = (
+        trace_links(team_id=trace.team_id, trace_id=trace.trace_id, run_id=trace.run_id, integration_ids=delivered)
+        if delivered
+        else {}
+    )
+    for d in deliveries:
+        d.open_in = links.get(d.integration_id or 0) if d.status == "delivered" else None  # type: ignore[attr-defined]
 
     context = {
         "trace": trace,

@@ -23,6 +23,7 @@ from django_htmx.http import push_url
 from accounts.access import DashboardRequest, team_view
 from config import cursors
 from traces.models import FeedColumn, Trace
+from traces.scores import score_names
 from traces.selectors import (
     CursorError,
     encode_cursor,
@@ -68,7 +69,7 @@ def _columns(request: DashboardRequest) -> list[str]:
 def _feed(
     request: DashboardRequest, params: QueryDict, *, columns_form: FeedColumnsForm | None = None, status: int = 200
 ) -> HttpResponse:
-    form = FeedFilterForm(params)
+    form = FeedFilterForm(params, score_names=score_names(request.team.pk))
     query = form.query()
     columns = _columns(request)
     chosen = {c.value: c.label for c in FeedColumn if c.value in columns}

@@ -17,6 +17,7 @@ export type { Stats } from "./client.js";
 export { Span, type SpanOptions } from "./records.js";
 export { currentSpan, startSpan, trace } from "./spans.js";
 export { samplePoint } from "./ids.js";
+export { score, type Score, type ScoreOptions } from "./scores.js";
 export { VERSION } from "./version.js";
 
 installFetch(); // a pass-through until init(): clients made between loading and init() are traced too

@@ -102,10 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("--interval", type=_positive_float, default=2.0, help="seconds between polls (default 2)")
     tail.add_argument("--last", type=_count, default=0, help="first print the N latest traces (default 0)")
     tail.add_argument("--count", type=_count, default=0, help="stop after N traces (default: never)")
-    score = command("score", _team.score_post, "score a trace: a number, true/false or a category")
-    score.add_argument("trace_id", metavar="TRACE_ID")
-    score.add_argument("name", metavar="NAME", help="the score's name (helpfulness, thumbs, ...)")
-    score.add_argument("value", metavar="VALUE", help="a number (0.8), true/false, or any other text as a category")
+    score = command("score", _team.score_post, "score a trace or a run: a number, true/false or a category")
+    score.add_argument(
+        "target",
+        nargs="+",
+        metavar="[TRACE_ID] NAME VALUE",
+        help="the trace (left out with --run), the score's name (helpfulness, thumbs, ...) and its value: "
+        "a number (0.8), true/false, or any other text as a category",
+    )
+    score.add_argument("--run", metavar="RUN_ID", help="score this run (its root span) instead of a trace")
     score.add_argument("--comment", help="why")
     score.add_argument("--source", help="who scored (default: cli)")
     return parser

@@ -241,10 +241,19 @@ def _score_value(text: str) -> float | bool | str:
 
 
 def score_post(session: Session, args: argparse.Namespace, out: Output) -> int:
-    body: dict[str, Any] = {"name": args.name, "value": _score_value(args.value), "source": args.source or "cli"}
+    if args.run is not None:
+        if len(args.target) != 2:
+            raise CliError("tracerelay score --run RUN_ID NAME VALUE: give the name and the value only.", USAGE)
+        name, value = args.target
+        path = f"/api/v1/runs/{quote(args.run, safe='')}/scores"
+    else:
+        if len(args.target) != 3:
+            raise CliError("tracerelay score TRACE_ID NAME VALUE (or --run RUN_ID NAME VALUE).", USAGE)
+        trace_id, name, value = args.target
+        path = f"/api/v1/traces/{quote(trace_id, safe='')}/scores"
+    body: dict[str, Any] = {"name": name, "value": _score_value(value), "source": args.source or "cli"}
     if args.comment is not None:
         body["comment"] = args.comment
-    path = f"/api/v1/traces/{quote(args.trace_id, safe='')}/scores"
     score = session.call("POST", path, body, team=True).body
     if out.json(score):
         return 0
