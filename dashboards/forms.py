@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 
 from analytics.slices import GROUP_BY
-from traces.views.saved_filter import SavedFilterForm, saved_filter_initial
+from traces.views.saved_filter import SavedFilterForm, saved_filter_initial, text_field
 
 from .definition import CHART_LABELS, DEFAULT_TIME_RANGE, MAX_NAME, METRIC_LABELS, filter_params
 
@@ -35,7 +35,7 @@ class WidgetForm(SavedFilterForm):
         help_text="Lines (and bars or tables over time) show the totals and latency p50/p95 per interval; "
         "the other percentiles are for a number, or bars or a table per group.",
     )
-    score = _text("Score", "helpfulness", "For Score average or Scores: the score's name (numeric or boolean).")
+    score = text_field("Score", "helpfulness", "For Score average or Scores: the score's name (numeric or boolean).")
     chart = forms.ChoiceField(label="Drawn as", choices=list(CHART_LABELS.items()))
     time_range = forms.ChoiceField(label="Range", choices=RANGE_CHOICES, initial=DEFAULT_TIME_RANGE)
     interval = forms.ChoiceField(label="Interval", required=False, choices=INTERVAL_CHOICES)
