@@ -162,11 +162,15 @@ def load(team_id: int, total: int, now: datetime, rng: random.Random) -> None:
 
 
 def _as_columns(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """What `rollups.build_deltas` reads of a trace (`rollups.TRACE_COLUMNS`), from its COPY row."""
-    return (
+    """What `rollups.build_deltas` reads of a trace (`rollups.TRACE_COLUMNS`), from its COPY row; the
+    usage parts after those (`traces.usage`) are 0 here, as the COPY leaves them."""
+    from analytics.rollups import TRACE_COLUMNS
+
+    read = (
         row[1], row[10], row[4], row[5], row[12], row[19], row[20], row[17].obj, row[6], row[7], row[8], row[23],
         row[25], row[26], row[9], None,
     )  # fmt: skip
+    return read + (0,) * (len(TRACE_COLUMNS) - len(read))
 
 
 def pages(team_id: int, runs: int) -> dict[str, Any]:
