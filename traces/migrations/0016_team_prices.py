@@ -2,10 +2,15 @@
 
 import django.db.models.deletion
 import django.utils.timezone
+from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+    # The unpriced index on traces_trace is built CONCURRENTLY (no write lock on a big table), which
+    # cannot run inside a transaction.
+    atomic = False
+
 
     dependencies = [
         ('accounts', '0003_user_token'),
@@ -33,7 +38,7 @@ class Migration(migrations.Migration):
                 'ordering': ['model', 'provider', 'effective_from', 'id'],
             },
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name='trace',
             index=models.Index(condition=models.Q(('unpriced', True)), fields=['team', '-timestamp'], include=('provider', 'model'), name='trace_unpriced'),
         ),
