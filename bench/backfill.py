@@ -54,24 +54,12 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-backfill-"))
     redis_port, live_port, archive_port = bd.free_port(), bd.free_port(), bd.free_port()
     database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tracerelay_bench_backfill")
-    redis_url = f"redis://127.0.0.1:{redis_port}/0"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": database_url,
-        "REDIS_URL": redis_url,
-        "CELERY_BROKER_URL": redis_url,
-        "TRACERELAY_DATA_DIR": str(workdir / "data"),
-        "LOG_LEVEL": "WARNING",
-        "PYTHONUNBUFFERED": "1",
-    }
-    os.environ.update({k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"})
+    env = bd.bench_env(workdir, database_url, redis_port)
     bd._create_database(database_url)
     latency_s = str(args.latency_ms / 1000)
     procs: list[Any] = []
     try:
-        redis = ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        procs.append(bd.Proc(redis, env, workdir / "redis.log"))
+        procs.append(bd.Proc(bd.redis_argv(redis_port), env, workdir / "redis.log"))
         for port, name in ((live_port, "live"), (archive_port, "archive")):
             argv = [bd.PYTHON, str(ROOT / "bench" / "delivery.py"), "--sink", str(port), latency_s]
             procs.append(bd.Proc(argv, env, workdir / f"sink-{name}.log"))

@@ -119,6 +119,29 @@ class Proc:
                 os.killpg(self.proc.pid, signal.SIGKILL)
 
 
+def bench_env(workdir: Path, database_url: str, redis_port: int) -> dict[str, str]:
+    """The environment of the bench's processes (its own database, redis and data directory), also
+    set on this process (all but PYTHONUNBUFFERED) so that Django set up here uses the same."""
+    redis_url = f"redis://127.0.0.1:{redis_port}/0"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "CELERY_BROKER_URL": redis_url,
+        "TRACERELAY_DATA_DIR": str(workdir / "data"),
+        "LOG_LEVEL": "WARNING",
+        "PYTHONUNBUFFERED": "1",
+    }
+    os.environ.update({k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"})
+    return env
+
+
+def redis_argv(port: int) -> list[str]:
+    """A throwaway redis-server on loopback: nothing saved to disk."""
+    return ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+
+
 def wait_port(port: int, timeout: float = 15) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -152,29 +175,12 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-delivery-"))
     redis_port, sink_port = free_port(), free_port()
     database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tracerelay_bench_delivery")
-    redis_url = f"redis://127.0.0.1:{redis_port}/0"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": database_url,
-        "REDIS_URL": redis_url,
-        "CELERY_BROKER_URL": redis_url,
-        "TRACERELAY_DATA_DIR": str(workdir / "data"),
-        "LOG_LEVEL": "WARNING",
-        "PYTHONUNBUFFERED": "1",
-    }
-    os.environ.update({k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"})
+    env = bench_env(workdir, database_url, redis_port)
     _create_database(database_url)
 
     procs: list[Proc] = []
     try:
-        procs.append(
-            Proc(
-                ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                env,
-                workdir / "redis.log",
-            )
-        )
+        procs.append(Proc(redis_argv(redis_port), env, workdir / "redis.log"))
         procs.append(
             Proc([PYTHON, __file__, "--sink", str(sink_port), str(args.latency_ms / 1000)], env, workdir / "sink.log")
         )
