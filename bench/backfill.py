@@ -165,22 +165,7 @@ def _store(team_id: int, count: int) -> None:
     start = timezone.now() - timedelta(hours=1)
     for first in range(0, count, 2000):
         Trace.objects.bulk_create(
-            Trace(
-                team_id=team_id,
-                trace_id=(tid := new_trace_id()),
-                run_id=tid,
-                model="gpt-4o",
-                provider="openai",
-                prompt_tokens=120,
-                completion_tokens=40,
-                total_tokens=160,
-                latency_ms=400,
-                input={"messages": [{"role": "user", "content": "Summarise this paragraph for me, please."}]},
-                output={"choices": [{"message": {"role": "assistant", "content": "A short summary."}}]},
-                tags=["bench"],
-                timestamp=start + timedelta(milliseconds=i),
-                received_at=start,
-            )
+            bd.bench_trace(team_id, (tid := new_trace_id()), start + timedelta(milliseconds=i), start, run_id=tid)
             for i in range(first, min(count, first + 2000))
         )
 

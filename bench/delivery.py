@@ -258,22 +258,7 @@ def _make_rows(team_id: int, count: int) -> list[int]:
     ids: list[int] = []
     for start in range(0, count, 2000):
         traces = [
-            Trace(
-                team_id=team_id,
-                trace_id=new_trace_id(),
-                model="gpt-4o",
-                provider="openai",
-                prompt_tokens=120,
-                completion_tokens=40,
-                total_tokens=160,
-                latency_ms=400,
-                input={"messages": [{"role": "user", "content": "Summarise this paragraph for me, please."}]},
-                output={"choices": [{"message": {"role": "assistant", "content": "A short summary."}}]},
-                tags=["bench"],
-                metadata={"customer": "acme"},
-                timestamp=now,
-                received_at=now,
-            )
+            bench_trace(team_id, new_trace_id(), now, now, metadata={"customer": "acme"})
             for _ in range(min(2000, count - start))
         ]
         Trace.objects.bulk_create(traces)
@@ -283,6 +268,28 @@ def _make_rows(team_id: int, count: int) -> list[int]:
         )
         ids.extend(r.pk for r in rows)
     return ids
+
+
+def bench_trace(team_id: int, trace_id: str, timestamp: Any, received_at: Any, **fields: Any) -> Any:
+    """An unsaved call trace of the benches' usual size: a short chat with gpt-4o."""
+    from traces.models import Trace
+
+    return Trace(
+        team_id=team_id,
+        trace_id=trace_id,
+        model="gpt-4o",
+        provider="openai",
+        prompt_tokens=120,
+        completion_tokens=40,
+        total_tokens=160,
+        latency_ms=400,
+        input={"messages": [{"role": "user", "content": "Summarise this paragraph for me, please."}]},
+        output={"choices": [{"message": {"role": "assistant", "content": "A short summary."}}]},
+        tags=["bench"],
+        timestamp=timestamp,
+        received_at=received_at,
+        **fields,
+    )
 
 
 def _sink_count(sink: str) -> int:
