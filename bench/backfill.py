@@ -204,11 +204,7 @@ def _live(principal: Any, sink: str, rate: float, stop: Any, *, check_every: flo
         else:
             late += 1
     offered_for = time.perf_counter() - started
-    deadline = time.monotonic() + 30
-    while bd._sink_count(sink) < len(committed) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    arrivals = httpx.get(f"{sink}/arrivals", timeout=30).json()
-    latencies = [arrivals[i] - t for i, t in committed.items() if i in arrivals]
+    latencies = bd.arrival_latencies(sink, committed)
     print(
         f"   live: ingested {len(committed):,} in {offered_for:.1f} s ({len(committed) / offered_for:,.0f}/s, "
         f"{late} ticks late), delivered {len(latencies):,}, missing {len(committed) - len(latencies)}"

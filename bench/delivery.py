@@ -292,6 +292,18 @@ def bench_trace(team_id: int, trace_id: str, timestamp: Any, received_at: Any, *
     )
 
 
+def arrival_latencies(sink: str, committed: dict[str, float]) -> list[float]:
+    """Seconds from commit to the sink of each trace in ``committed`` (trace id: commit time) that
+    arrived, once all have or after 30 s."""
+    import httpx
+
+    deadline = time.monotonic() + 30
+    while _sink_count(sink) < len(committed) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    arrivals = httpx.get(f"{sink}/arrivals", timeout=30).json()
+    return [arrivals[i] - t for i, t in committed.items() if i in arrivals]
+
+
 def _sink_count(sink: str) -> int:
     import httpx
 
@@ -350,11 +362,7 @@ def _latency(principal: Any, sink: str, rate: float, seconds: float) -> None:
         else:
             late += 1
     offered_for = time.perf_counter() - started
-    deadline = time.monotonic() + 30
-    while _sink_count(sink) < len(committed) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    arrivals = httpx.get(f"{sink}/arrivals", timeout=30).json()
-    latencies = [arrivals[i] - t for i, t in committed.items() if i in arrivals]
+    latencies = arrival_latencies(sink, committed)
     missing = len(committed) - len(latencies)
     achieved = len(committed) / offered_for
     print(f"   ingested {len(committed):,} traces in {offered_for:.1f} s ({achieved:,.0f}/s; {late} ticks ran late)")
