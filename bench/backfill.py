@@ -54,24 +54,12 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-backfill-"))
     redis_port, live_port, archive_port = bd.free_port(), bd.free_port(), bd.free_port()
     database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tracerelay_bench_backfill")
-    redis_url = f"redis://127.0.0.1:{redis_port}/0"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": database_url,
-        "REDIS_URL": redis_url,
-        "CELERY_BROKER_URL": redis_url,
-        "TRACERELAY_DATA_DIR": str(workdir / "data"),
-        "LOG_LEVEL": "WARNING",
-        "PYTHONUNBUFFERED": "1",
-    }
-    os.environ.update({k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"})
+    env = bd.bench_env(workdir, database_url, redis_port)
     bd._create_database(database_url)
     latency_s = str(args.latency_ms / 1000)
     procs: list[Any] = []
     try:
-        redis = ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        procs.append(bd.Proc(redis, env, workdir / "redis.log"))
+        procs.append(bd.Proc(bd.redis_argv(redis_port), env, workdir / "redis.log"))
         for port, name in ((live_port, "live"), (archive_port, "archive")):
             argv = [bd.PYTHON, str(ROOT / "bench" / "delivery.py"), "--sink", str(port), latency_s]
             procs.append(bd.Proc(argv, env, workdir / f"sink-{name}.log"))
@@ -177,22 +165,7 @@ def _store(team_id: int, count: int) -> None:
     start = timezone.now() - timedelta(hours=1)
     for first in range(0, count, 2000):
         Trace.objects.bulk_create(
-            Trace(
-                team_id=team_id,
-                trace_id=(tid := new_trace_id()),
-                run_id=tid,
-                model="gpt-4o",
-                provider="openai",
-                prompt_tokens=120,
-                completion_tokens=40,
-                total_tokens=160,
-                latency_ms=400,
-                input={"messages": [{"role": "user", "content": "Summarise this paragraph for me, please."}]},
-                output={"choices": [{"message": {"role": "assistant", "content": "A short summary."}}]},
-                tags=["bench"],
-                timestamp=start + timedelta(milliseconds=i),
-                received_at=start,
-            )
+            bd.bench_trace(team_id, (tid := new_trace_id()), start + timedelta(milliseconds=i), start, run_id=tid)
             for i in range(first, min(count, first + 2000))
         )
 
@@ -231,11 +204,7 @@ def _live(principal: Any, sink: str, rate: float, stop: Any, *, check_every: flo
         else:
             late += 1
     offered_for = time.perf_counter() - started
-    deadline = time.monotonic() + 30
-    while bd._sink_count(sink) < len(committed) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    arrivals = httpx.get(f"{sink}/arrivals", timeout=30).json()
-    latencies = [arrivals[i] - t for i, t in committed.items() if i in arrivals]
+    latencies = bd.arrival_latencies(sink, committed)
     print(
         f"   live: ingested {len(committed):,} in {offered_for:.1f} s ({len(committed) / offered_for:,.0f}/s, "
         f"{late} ticks late), delivered {len(latencies):,}, missing {len(committed) - len(latencies)}"

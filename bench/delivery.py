@@ -119,6 +119,29 @@ class Proc:
                 os.killpg(self.proc.pid, signal.SIGKILL)
 
 
+def bench_env(workdir: Path, database_url: str, redis_port: int) -> dict[str, str]:
+    """The environment of the bench's processes (its own database, redis and data directory), also
+    set on this process (all but PYTHONUNBUFFERED) so that Django set up here uses the same."""
+    redis_url = f"redis://127.0.0.1:{redis_port}/0"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_url,
+        "CELERY_BROKER_URL": redis_url,
+        "TRACERELAY_DATA_DIR": str(workdir / "data"),
+        "LOG_LEVEL": "WARNING",
+        "PYTHONUNBUFFERED": "1",
+    }
+    os.environ.update({k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"})
+    return env
+
+
+def redis_argv(port: int) -> list[str]:
+    """A throwaway redis-server on loopback: nothing saved to disk."""
+    return ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+
+
 def wait_port(port: int, timeout: float = 15) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -152,29 +175,12 @@ def main() -> None:
     workdir = Path(tempfile.mkdtemp(prefix="bench-delivery-"))
     redis_port, sink_port = free_port(), free_port()
     database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/tracerelay_bench_delivery")
-    redis_url = f"redis://127.0.0.1:{redis_port}/0"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": database_url,
-        "REDIS_URL": redis_url,
-        "CELERY_BROKER_URL": redis_url,
-        "TRACERELAY_DATA_DIR": str(workdir / "data"),
-        "LOG_LEVEL": "WARNING",
-        "PYTHONUNBUFFERED": "1",
-    }
-    os.environ.update({k: v for k, v in env.items() if k != "PYTHONUNBUFFERED"})
+    env = bench_env(workdir, database_url, redis_port)
     _create_database(database_url)
 
     procs: list[Proc] = []
     try:
-        procs.append(
-            Proc(
-                ["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-                env,
-                workdir / "redis.log",
-            )
-        )
+        procs.append(Proc(redis_argv(redis_port), env, workdir / "redis.log"))
         procs.append(
             Proc([PYTHON, __file__, "--sink", str(sink_port), str(args.latency_ms / 1000)], env, workdir / "sink.log")
         )
@@ -252,22 +258,7 @@ def _make_rows(team_id: int, count: int) -> list[int]:
     ids: list[int] = []
     for start in range(0, count, 2000):
         traces = [
-            Trace(
-                team_id=team_id,
-                trace_id=new_trace_id(),
-                model="gpt-4o",
-                provider="openai",
-                prompt_tokens=120,
-                completion_tokens=40,
-                total_tokens=160,
-                latency_ms=400,
-                input={"messages": [{"role": "user", "content": "Summarise this paragraph for me, please."}]},
-                output={"choices": [{"message": {"role": "assistant", "content": "A short summary."}}]},
-                tags=["bench"],
-                metadata={"customer": "acme"},
-                timestamp=now,
-                received_at=now,
-            )
+            bench_trace(team_id, new_trace_id(), now, now, metadata={"customer": "acme"})
             for _ in range(min(2000, count - start))
         ]
         Trace.objects.bulk_create(traces)
@@ -277,6 +268,40 @@ def _make_rows(team_id: int, count: int) -> list[int]:
         )
         ids.extend(r.pk for r in rows)
     return ids
+
+
+def bench_trace(team_id: int, trace_id: str, timestamp: Any, received_at: Any, **fields: Any) -> Any:
+    """An unsaved call trace of the benches' usual size: a short chat with gpt-4o."""
+    from traces.models import Trace
+
+    return Trace(
+        team_id=team_id,
+        trace_id=trace_id,
+        model="gpt-4o",
+        provider="openai",
+        prompt_tokens=120,
+        completion_tokens=40,
+        total_tokens=160,
+        latency_ms=400,
+        input={"messages": [{"role": "user", "content": "Summarise this paragraph for me, please."}]},
+        output={"choices": [{"message": {"role": "assistant", "content": "A short summary."}}]},
+        tags=["bench"],
+        timestamp=timestamp,
+        received_at=received_at,
+        **fields,
+    )
+
+
+def arrival_latencies(sink: str, committed: dict[str, float]) -> list[float]:
+    """Seconds from commit to the sink of each trace in ``committed`` (trace id: commit time) that
+    arrived, once all have or after 30 s."""
+    import httpx
+
+    deadline = time.monotonic() + 30
+    while _sink_count(sink) < len(committed) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    arrivals = httpx.get(f"{sink}/arrivals", timeout=30).json()
+    return [arrivals[i] - t for i, t in committed.items() if i in arrivals]
 
 
 def _sink_count(sink: str) -> int:
@@ -337,11 +362,7 @@ def _latency(principal: Any, sink: str, rate: float, seconds: float) -> None:
         else:
             late += 1
     offered_for = time.perf_counter() - started
-    deadline = time.monotonic() + 30
-    while _sink_count(sink) < len(committed) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    arrivals = httpx.get(f"{sink}/arrivals", timeout=30).json()
-    latencies = [arrivals[i] - t for i, t in committed.items() if i in arrivals]
+    latencies = arrival_latencies(sink, committed)
     missing = len(committed) - len(latencies)
     achieved = len(committed) / offered_for
     print(f"   ingested {len(committed):,} traces in {offered_for:.1f} s ({achieved:,.0f}/s; {late} ticks ran late)")

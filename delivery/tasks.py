@@ -35,16 +35,22 @@ SWEEP_TASK = "routing.sweep_outbox"
 BACKFILL_SWEEPER_NAME = "delivery: take over stalled backfills"
 BACKFILL_SWEEP_TASK = "delivery.sweep_backfills"
 
+# The options of every task that takes rows to send: redelivered if its worker dies, retried only on
+# the database blips that may well pass on the next try.
+_RETRY_DB_BLIPS: dict[str, Any] = {
+    "ignore_result": True,
+    "acks_late": True,
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": True,
+    "retry_backoff_max": 60,
+    "max_retries": 5,
+}
+
 
 @shared_task(
     name=DELIVER_TASK,
     queue=Queue.DELIVERY,
-    ignore_result=True,
-    acks_late=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=5,
+    **_RETRY_DB_BLIPS,
 )
 def deliver(delivery_ids: list[int]) -> None:
     _hold_lease()  # claims carry this process's lease (a prefork child starts its own here)
@@ -63,12 +69,7 @@ def deliver(delivery_ids: list[int]) -> None:
 @shared_task(
     name=SEND_SCORES_TASK,
     queue=Queue.DELIVERY,
-    ignore_result=True,
-    acks_late=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=5,
+    **_RETRY_DB_BLIPS,
 )
 def deliver_scores(score_delivery_ids: list[int]) -> None:
     report = send_scores(score_delivery_ids)
@@ -90,12 +91,7 @@ def sweep_outbox() -> None:
 @shared_task(
     name=BACKFILL_TASK,
     queue=Queue.BACKFILL,
-    ignore_result=True,
-    acks_late=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=True,
-    retry_backoff_max=60,
-    max_retries=5,
+    **_RETRY_DB_BLIPS,
 )
 def backfill(backfill_id: int) -> None:
     """Run a backfill for a slice of time, then hand it to a fresh task (docs/delivery.md, Backfill)."""

@@ -11,7 +11,7 @@ from accounts.models import ApiKey, Membership, Role, Team
 from integrations.models import Integration
 from routing.models import RoutingRule
 from traces.ids import new_trace_id
-from traces.models import Plant, Trace
+from traces.models import Plant, Score, ScoreType, Trace
 from traces.runs.summary import rebuild
 
 
@@ -111,3 +111,17 @@ class RoutingRuleFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"rule-{n}")
     priority = 100
     destinations = factory.LazyFunction(lambda: [{"name": "webhook", "sample_rate": 1.0, "tags": [], "fallback": []}])
+
+
+def score_of(trace: Trace, name: str, value: Any) -> Score:
+    """A score stored on ``trace`` as the API stores one: a bool is boolean (its number 1 or 0), a
+    string categorical (no number), anything else numeric."""
+    if isinstance(value, bool):
+        number, data_type = float(value), ScoreType.BOOLEAN
+    elif isinstance(value, str):
+        number, data_type = None, ScoreType.CATEGORICAL
+    else:
+        number, data_type = float(value), ScoreType.NUMERIC
+    return Score.objects.create(
+        team_id=trace.team_id, trace=trace, name=name, value=value, number=number, data_type=data_type
+    )

@@ -196,19 +196,7 @@ class HeliconeExporter(HttpExporter):
         for encoded in batch:
             if encoded.item is None:
                 continue
-            response = self.send(
-                "POST",
-                f"{self.config['endpoint']}/custom/v1/log",
-                content=encoded.item,
-                headers={**self.headers(), "Content-Type": "application/json"},
-            )
-            error = _body_error(response.content)
-            if error is not None:
-                raise ExportError(
-                    f"{self.destination} answered 200 but did not store the log: {error}",
-                    permanent=False,
-                    status_code=response.status_code,
-                )
+            self._post_stored(f"{self.config['endpoint']}/custom/v1/log", encoded.item, "log")
 
     def export_scores(self, scores: Sequence[ScoreRecord]) -> None:
         """One ``POST /v1/request/{id}/score`` per score, on the request id the trace was logged
@@ -218,22 +206,25 @@ class HeliconeExporter(HttpExporter):
         for score in scores:
             value, note = helicone_score_value(score)
             request_id = ids.run_uuid(score.team_id, score.trace_id)
-            response = self.send(
-                "POST",
-                f"{self.config['apiUrl']}/v1/request/{request_id}/score",
-                content=to_json({"scores": {score.name: value}}).encode(),
-                headers={**self.headers(), "Content-Type": "application/json"},
-            )
-            error = _body_error(response.content)
-            if error is not None:
-                raise ExportError(
-                    f"{self.destination} answered {response.status_code} but did not store the score: {error}",
-                    permanent=False,
-                    status_code=response.status_code,
-                )
+            body = to_json({"scores": {score.name: value}}).encode()
+            self._post_stored(f"{self.config['apiUrl']}/v1/request/{request_id}/score", body, "score")
             if note:
                 notes.append(note)
         self.warning = "; ".join(notes) or None
+
+    def _post_stored(self, url: str, content: bytes, what: str) -> None:
+        """POST a JSON body; a success status whose body reports an error (Helicone answers some refusals so)
+        is a temporary failure."""
+        response = self.send(
+            "POST", url, content=content, headers={**self.headers(), "Content-Type": "application/json"}
+        )
+        error = _body_error(response.content)
+        if error is not None:
+            raise ExportError(
+                f"{self.destination} answered {response.status_code} but did not store the {what}: {error}",
+                permanent=False,
+                status_code=response.status_code,
+            )
 
     def check(self) -> CheckResult:
         """A one-row request query on Helicone's REST API: the key, nothing written."""

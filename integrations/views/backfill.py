@@ -14,15 +14,14 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from accounts.access import DashboardRequest, request_actor, team_view
-from accounts.roles import Permission
 from delivery.backfill import selectors as backfills
 from delivery.backfill.services import DEFAULT_PER_SECOND, MAX_PER_SECOND, NotCancellable, backfill_cancel
 from delivery.models import BACKFILL_ACTIVE, Backfill
 from traces.filters import FilterError, parse_trace_filter
 
 from ..models import Integration
+from .lookup import MANAGE, integration_or_404
 
-MANAGE = Permission.MANAGE_INTEGRATIONS
 FORM_FILTERS = ("model", "status", "environment", "tag")
 LOCAL_INPUT = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 
@@ -73,17 +72,10 @@ def jobs_context(integration: Integration) -> dict[str, Any]:
     return {"backfill_jobs": rows, "backfill_polling": any(r["active"] for r in rows)}
 
 
-def _integration(request: DashboardRequest, integration_id: int) -> Integration:
-    found = Integration.objects.filter(team_id=request.team.pk, pk=integration_id).first()
-    if found is None:
-        raise Http404("No such integration in this team.")
-    return found
-
-
 @team_view()
 def backfill_jobs(request: DashboardRequest, integration_id: int) -> HttpResponse:
     """The jobs table alone, for htmx polling while a job runs; a browser's own visit goes to the page."""
-    integration = _integration(request, integration_id)
+    integration = integration_or_404(request, integration_id)
     if not request.htmx:
         return redirect(f"/integrations/{integration.pk}#backfill")
     context = {"integration": integration, **jobs_context(integration)}
@@ -93,7 +85,7 @@ def backfill_jobs(request: DashboardRequest, integration_id: int) -> HttpRespons
 @require_POST
 @team_view(MANAGE)
 def backfill_stop(request: DashboardRequest, integration_id: int, backfill_id: int) -> HttpResponse:
-    integration = _integration(request, integration_id)
+    integration = integration_or_404(request, integration_id)
     job = Backfill.objects.filter(team_id=request.team.pk, integration=integration, pk=backfill_id).first()
     if job is None:
         raise Http404("No such backfill of this integration.")

@@ -19,7 +19,8 @@ from ..models import Integration, Platform
 from ..registry import canonical_platform
 from ..serializers import IntegrationInSerializer, IntegrationPatchSerializer
 from .forms import IntegrationForm
-from .pages import MANAGE, check_view, integration_or_404
+from .lookup import MANAGE, integration_or_404
+from .pages import check_view
 
 # What each platform is, for the picker (the fields themselves come from the exporters).
 PLATFORM_BLURBS = {

@@ -23,17 +23,10 @@ from ..exporters.base import CheckResult
 from ..models import Integration, Platform
 from .backfill import BackfillForm, initial_form, jobs_context
 from .forms import field_label, pairs_text, platform_fields
+from .lookup import MANAGE, integration_or_404
 from .settings_view import settings_view
 
-MANAGE = Permission.MANAGE_INTEGRATIONS
 DEAD_SHOWN = 50
-
-
-def integration_or_404(request: DashboardRequest, integration_id: int) -> Integration:
-    integration = selectors.integration_for_team(request.team.pk, integration_id)
-    if integration is None:
-        raise Http404("No such integration in this team.")
-    return integration
 
 
 def check_view(result: CheckResult) -> dict[str, Any]:

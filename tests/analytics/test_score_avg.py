@@ -7,10 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from traces.models import Score, ScoreType
 from traces.scores import score_names
 
-from ..factories import TraceFactory
+from ..factories import TraceFactory, score_of
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/analytics"
@@ -19,13 +18,7 @@ DAY = datetime(2026, 11, 20, tzinfo=UTC)
 
 def scored(team, when, name, value, **trace):
     t = TraceFactory(team=team, timestamp=when, **trace)
-    if isinstance(value, bool):
-        number, data_type = float(value), ScoreType.BOOLEAN
-    elif isinstance(value, str):
-        number, data_type = None, ScoreType.CATEGORICAL
-    else:
-        number, data_type = float(value), ScoreType.NUMERIC
-    Score.objects.create(team=team, trace=t, name=name, value=value, number=number, data_type=data_type)
+    score_of(t, name, value)
     return t
 
 

@@ -8,9 +8,7 @@ import re
 
 import pytest
 
-from traces.models import Score, ScoreType
-
-from ..factories import TraceFactory
+from ..factories import TraceFactory, score_of
 
 pytestmark = pytest.mark.django_db
 
@@ -22,14 +20,7 @@ def _ids(response) -> list[str]:
 @pytest.fixture
 def scored(team, other_team):
     def score(trace_id, name, value, team=team):
-        trace = TraceFactory(team=team, trace_id=trace_id)
-        if isinstance(value, bool):
-            number, kind = float(value), ScoreType.BOOLEAN
-        elif isinstance(value, str):
-            number, kind = None, ScoreType.CATEGORICAL
-        else:
-            number, kind = float(value), ScoreType.NUMERIC
-        Score.objects.create(team=team, trace=trace, name=name, value=value, number=number, data_type=kind)
+        score_of(TraceFactory(team=team, trace_id=trace_id), name, value)
 
     score("low", "helpful", 0.2)
     score("high", "helpful", 0.9)

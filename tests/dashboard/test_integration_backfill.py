@@ -68,19 +68,23 @@ def test_bad_input_is_named_at_its_field(as_role, hook):
     assert not Backfill.objects.exists()
 
 
-@pytest.mark.parametrize("role", NOT_MANAGERS)
-def test_others_see_the_jobs_but_cannot_start_or_cancel(as_role, role, team, hook):
+def running_job(hook, **fields) -> Backfill:
+    """A backfill of ``hook`` running over the last day."""
     now = timezone.now()
-    job = Backfill.objects.create(
-        team=team,
+    return Backfill.objects.create(
+        team_id=hook.team_id,
         integration=hook,
         since=now - timedelta(days=1),
         until=now,
         max_per_second=10,
         status=BackfillStatus.RUNNING,
-        total=40,
-        skipped=20,
+        **fields,
     )
+
+
+@pytest.mark.parametrize("role", NOT_MANAGERS)
+def test_others_see_the_jobs_but_cannot_start_or_cancel(as_role, role, hook):
+    job = running_job(hook, total=40, skipped=20)
     client = as_role(role)
     page = client.get(f"/integrations/{hook.pk}").content.decode()
     assert 'value="50"' in page and "Start backfill" not in page  # 20 of 40 done (skipped)
@@ -90,16 +94,8 @@ def test_others_see_the_jobs_but_cannot_start_or_cancel(as_role, role, team, hoo
     assert partial.status_code == 200 and f'id="backfill-{job.pk}"' in partial.content.decode()
 
 
-def test_an_admin_cancels_a_running_job_and_polling_stops(as_role, team, hook):
-    now = timezone.now()
-    job = Backfill.objects.create(
-        team=team,
-        integration=hook,
-        since=now - timedelta(days=1),
-        until=now,
-        max_per_second=10,
-        status=BackfillStatus.RUNNING,
-    )
+def test_an_admin_cancels_a_running_job_and_polling_stops(as_role, hook):
+    job = running_job(hook)
     client = as_role("admin")
     response = client.post(f"/integrations/{hook.pk}/backfills/{job.pk}/cancel")
     assert response.status_code == 302

@@ -18,6 +18,7 @@ import json
 import re
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from pydantic import ValidationError
 
 from tests.fakes import schemas
@@ -53,8 +54,13 @@ def python_value(value: AnyValue) -> Any:
     if kind == "array_value":
         return [python_value(v) for v in value.array_value.values]
     if kind == "kvlist_value":
-        return {kv.key: python_value(kv.value) for kv in value.kvlist_value.values}
+        return key_values(value.kvlist_value.values)
     return getattr(value, kind) if kind else None
+
+
+def key_values(pairs: Iterable[KeyValue]) -> dict[str, Any]:
+    """OTLP attributes (a repeated KeyValue) as a dict of Python values."""
+    return {kv.key: python_value(kv.value) for kv in pairs}
 
 
 @dataclass
@@ -76,7 +82,7 @@ class DecodedSpan:
 def decode_spans(message: ExportTraceServiceRequest) -> list[DecodedSpan]:
     spans = []
     for resource_spans in message.resource_spans:
-        resource = {kv.key: python_value(kv.value) for kv in resource_spans.resource.attributes}
+        resource = key_values(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
                 spans.append(
@@ -90,9 +96,9 @@ def decode_spans(message: ExportTraceServiceRequest) -> list[DecodedSpan]:
                         end_ns=span.end_time_unix_nano,
                         status_code=span.status.code,
                         status_message=span.status.message,
-                        attributes={kv.key: python_value(kv.value) for kv in span.attributes},
+                        attributes=key_values(span.attributes),
                         resource=resource,
-                        events=[(e.name, {kv.key: python_value(kv.value) for kv in e.attributes}) for e in span.events],
+                        events=[(e.name, key_values(e.attributes)) for e in span.events],
                     )
                 )
     return spans
@@ -115,7 +121,7 @@ class DecodedLog:
 def decode_logs(message: ExportLogsServiceRequest) -> list[DecodedLog]:
     logs = []
     for resource_logs in message.resource_logs:
-        resource = {kv.key: python_value(kv.value) for kv in resource_logs.resource.attributes}
+        resource = key_values(resource_logs.resource.attributes)
         for scope_logs in resource_logs.scope_logs:
             for record in scope_logs.log_records:
                 logs.append(
@@ -127,7 +133,7 @@ def decode_logs(message: ExportLogsServiceRequest) -> list[DecodedLog]:
                         severity_text=record.severity_text,
                         event_name=record.event_name,
                         body=python_value(record.body),
-                        attributes={kv.key: python_value(kv.value) for kv in record.attributes},
+                        attributes=key_values(record.attributes),
                         resource=resource,
                         scope=scope_logs.scope.name,
                     )

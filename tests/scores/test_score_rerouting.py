@@ -12,7 +12,6 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from delivery import scores
 from delivery.models import DeliveryStatus, ScoreDelivery
 from delivery.scores import REROUTE_MARK, reroute_scores, route_scores, sweep_scores
 from tests.delivery.scripted import make_delivery
@@ -27,18 +26,6 @@ def _isolated(settings):
     caches["default"]["KEY_PREFIX"] = f"tr-test-reroute-{uuid.uuid4().hex[:12]}"
     settings.CACHES = caches
     settings.TRACERELAY_OUTBOX_SWEEP_GRACE_S = 30.0
-
-
-@pytest.fixture
-def published(monkeypatch):
-    sent: list[list[int]] = []
-
-    def fake(ids, *, countdown=None):
-        sent.append(list(ids))
-        return True
-
-    monkeypatch.setattr(scores, "publish", fake)
-    return sent
 
 
 def lost_score(trace, *, at: datetime, name: str = "q") -> Score:

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from delivery import engine, outbox, scores
+from delivery import engine, outbox
 from delivery.engine import deliver_batch
 from delivery.models import DeliveryStatus, ScoreDelivery, ScoreStatus
 from delivery.scores import send_scores
@@ -31,18 +31,6 @@ def _isolated(settings, monkeypatch):
     monkeypatch.setattr(outbox, "publish", lambda ids, *, countdown=None: True)
     yield
     engine.forget_resolved()
-
-
-@pytest.fixture
-def published(monkeypatch):
-    sent: list[list[int]] = []
-
-    def fake(ids, *, countdown=None):
-        sent.append(list(ids))
-        return True
-
-    monkeypatch.setattr(scores, "publish", fake)
-    return sent
 
 
 @pytest.fixture
