@@ -87,3 +87,12 @@ def schema() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def components(schema) -> dict[str, Any]:
     return schema["components"]["schemas"]
+
+
+@pytest.fixture
+def no_team_prices(monkeypatch):
+    """For tests of pricing's callers without a database: no team has prices of its own."""
+    from traces import pricing
+    from traces.prices.lookup import NO_PRICES
+
+    monkeypatch.setattr(pricing, "team_prices", lambda team_id: NO_PRICES)

@@ -132,7 +132,7 @@ def price(
     `team_id` names whose call it is: the team's own prices (`traces.prices`, docs/pricing.md "Team
     prices") come first, from this process's cache (no query); then genai-prices.
     """
-    if team_id is not None:
+    if team_id:  # (0, as the start-up warm-up passes, is no team: no query before the database is needed)
         prices = team_prices(team_id)
         if prices:
             when = timestamp or datetime.now(tz=UTC)

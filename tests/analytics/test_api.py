@@ -144,7 +144,7 @@ def test_the_queue_counts_deliveries_per_destination(api, team, other_team):
         {"destination": "datadog", "pending": 0, "retrying": 1, "dead": 1},
         {"destination": "langfuse", "pending": 1, "retrying": 0, "dead": 0},
     ]
-    assert set(queue["broker"]) == {"ingest", "delivery", "reports"}  # the test settings use Redis
+    assert set(queue["broker"]) == {"ingest", "delivery", "reports", "backfill"}  # the test settings use Redis
 
 
 def test_rate_limits_show_the_last_headers_per_upstream(api, team):

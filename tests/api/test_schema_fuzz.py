@@ -19,6 +19,7 @@ connect to whatever URL a generated config names: a fuzzer must not aim traffic 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from decimal import Decimal
@@ -33,8 +34,10 @@ from alerts.definition import parse_alert
 from reports import services as report_services
 from reports.definition import parse_definition
 from reports.models import ReportRun, RunStatus
+from traces.export import IMPORT_MEDIA_TYPES
 
 from ..factories import ApiKeyFactory, IntegrationFactory, PlantFactory, TeamFactory, TraceFactory
+from . import schemathesis_hooks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -89,7 +92,9 @@ def test_schemathesis_finds_nothing_against_a_live_server(live_server, tmp_path)
         "--output-truncate",
         "false",
     ]
-    run = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert schemathesis_hooks.IMPORT_MEDIA_TYPES == IMPORT_MEDIA_TYPES
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": "schemathesis_hooks", "PYTHONPATH": str(Path(__file__).parent)}
+    run = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     output = run.stdout + run.stderr
     assert run.returncode == 0, output[-30_000:]
     assert "Tested: " in output, output[-5_000:]  # it did test operations

@@ -13,6 +13,9 @@ from traces.otlp.spans import iter_spans
 
 from .builders import START, export_request, llm_span, span
 
+# Normalising prices every call: without a database, no team's own prices (tests/prices has those).
+pytestmark = pytest.mark.usefixtures("no_team_prices")
+
 MS = 1_000_000
 
 

@@ -7,6 +7,9 @@ import pytest
 
 from traces.normalize import TraceValidationError, normalize_trace
 
+# Normalising prices every call: without a database, no team's own prices (tests/prices has those).
+pytestmark = pytest.mark.usefixtures("no_team_prices")
+
 
 def norm(data, **kw):
     return normalize_trace(data, team_id=1, **kw)

@@ -16,6 +16,9 @@ from traces.models import Trace
 from traces.normalize import TraceValidationError, normalize_trace
 from traces.usage import DETAIL_FIELDS, TokenDetails
 
+# Normalising prices every call: without a database, no team's own prices (tests/prices has those).
+pytestmark = pytest.mark.usefixtures("no_team_prices")
+
 MTOK = Decimal(1_000_000)
 
 
