@@ -46,6 +46,10 @@ class SavedFilterForm(forms.Form):
         "Other filters", "cost_min=0.01&metadata.customer=acme", "Any other trace feed filter, as a query string."
     )
 
+    def filter_grid(self) -> list[forms.BoundField]:
+        """The filter fields in the order the forms show them (`dashboard/saved_filter_fields.html`)."""
+        return [self[name] for name in (*self.filter_fields, "status")]
+
     def filters_data(self) -> dict[str, Any]:
         """The filter the fields say, in the API's shape: ``other_filters`` first, the named fields
         over it."""
