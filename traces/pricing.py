@@ -293,21 +293,13 @@ def team_breakdown(
     timestamp: datetime,
     details: TokenDetails = NO_DETAILS,
 ) -> list[Part]:
-    """The cost of a call a team price priced, part by part, by the same rates `Rate.cost` sums. Empty
+    """The cost of a call a team price priced, part by part (`Rate.parts`, what `Rate.cost` sums). Empty
     when the price that priced it (``version``: its id and revision) is no longer the one that applies."""
     rate = team_prices(team_id).find(model, provider, timestamp)
     if rate is None or rate.version != version:
         return []
-    cached, written, reasoning = details.cached_tokens, details.cache_write_tokens, details.reasoning_tokens
-    counts = (
-        ("input_tokens", prompt_tokens - cached - written, rate.input),
-        ("cache_read_tokens", cached, rate.cached_input),
-        ("cache_write_tokens", written, rate.cache_write),
-        ("output_tokens", completion_tokens - reasoning, rate.output),
-        ("output_reasoning_tokens", reasoning, rate.reasoning),
-    )
     return [
         Part(key, PART_LABELS[key], tokens, (per_mtok * tokens / MTOK).quantize(QUANTUM))
-        for key, tokens, per_mtok in counts
+        for key, tokens, per_mtok in rate.parts(prompt_tokens, completion_tokens, details)
         if tokens
     ]

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from traces import pricing
 from traces.models import Trace
 from traces.prices import services
-from traces.prices.lookup import compiled_cache
+from traces.prices.lookup import Rate, compiled_cache
 from traces.usage import TokenDetails
 
 pytestmark = pytest.mark.django_db
@@ -117,6 +117,18 @@ def test_every_usage_part_is_priced_at_its_own_rate_and_never_counted_twice(team
     # 100 uncached at 1, 800 cached at 0.1, 100 written at 1.25, 300 output at 10, 200 reasoning at 20
     expected = (Decimal(100) * 1 + 800 * Decimal("0.1") + 100 * Decimal("1.25") + 300 * 10 + 200 * 20) / 1_000_000
     assert got.cost == expected
+
+
+@pytest.mark.parametrize(
+    "details",
+    [TokenDetails(), TokenDetails(cached_tokens=800, cache_write_tokens=100, reasoning_tokens=200)],
+)
+def test_a_rates_cost_is_the_sum_of_its_parts(details):
+    """`Rate.cost` (ingest) writes out the sum of `Rate.parts` (the trace page's breakdown)."""
+    rate = Rate(7, 1, "", None, Decimal(1), Decimal(10), Decimal("0.1"), Decimal("1.25"), Decimal(20))
+    parts = rate.parts(1000, 500, details)
+    assert sum(tokens for key, tokens, _ in parts if key.startswith(("input", "cache"))) == 1000
+    assert sum(per_mtok * tokens for _, tokens, per_mtok in parts) / 1_000_000 == rate.cost(1000, 500, details)
 
 
 def test_missing_part_rates_fall_back_to_the_input_and_output_price(team):

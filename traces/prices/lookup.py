@@ -55,11 +55,26 @@ class Rate:
     def version(self) -> str:
         return f"team:{self.id}@r{self.revision}"
 
+    def parts(
+        self, prompt_tokens: int, completion_tokens: int, details: TokenDetails
+    ) -> tuple[tuple[str, int, Decimal], ...]:
+        """A call's tokens part by part (genai-prices' usage keys), each with its rate per million.
+        Cached and cache-write tokens are parts of the prompt and reasoning tokens part of the
+        completion (traces/usage.py): each part at its own rate, the rest of its whole at the whole's
+        rate, as the genai-prices path sums them. Audio and image tokens have no rate of their own
+        here: they count at the input or output rate."""
+        cached, written, reasoning = details.cached_tokens, details.cache_write_tokens, details.reasoning_tokens
+        return (
+            ("input_tokens", prompt_tokens - cached - written, self.input),
+            ("cache_read_tokens", cached, self.cached_input),
+            ("cache_write_tokens", written, self.cache_write),
+            ("output_tokens", completion_tokens - reasoning, self.output),
+            ("output_reasoning_tokens", reasoning, self.reasoning),
+        )
+
     def cost(self, prompt_tokens: int, completion_tokens: int, details: TokenDetails) -> Decimal:
-        """USD for one call. Cached and cache-write tokens are parts of the prompt and reasoning
-        tokens part of the completion (traces/usage.py): each part at its own rate, the rest of its
-        whole at the whole's rate, as the genai-prices path sums them. Audio and image tokens have no
-        rate of their own here: they count at the input or output rate."""
+        """USD for one call: the sum of its `parts`, written out (ingest's hot path: a third faster
+        than summing the tuple; tests/prices checks the two agree)."""
         cached, written, reasoning = details.cached_tokens, details.cache_write_tokens, details.reasoning_tokens
         cost = self.input * (prompt_tokens - cached - written) + self.output * (completion_tokens - reasoning)
         if cached:
