@@ -43,6 +43,17 @@ ONE_DIMENSION = {
     Kind.ENVIRONMENT: "environment",
     Kind.SERVICE: "service_name",
 }
+# The usage parts (traces.usage.DETAIL_FIELDS) in the order the rollups store them (analytics 0006
+# added the first three, 0007 the rest), which the analytics answers and the report CSV follow.
+USAGE_PARTS = (
+    "cached_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "input_audio_tokens",
+    "input_image_tokens",
+    "output_audio_tokens",
+    "output_image_tokens",
+)
 COUNTERS = (
     "count",
     "success",
@@ -60,13 +71,7 @@ COUNTERS = (
     "ttft_sum",
     # Parts of prompt and completion tokens (traces/usage.py); last, so that rows of the previous
     # release's layout keep their positions.
-    "cached_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "input_audio_tokens",
-    "input_image_tokens",
-    "output_audio_tokens",
-    "output_image_tokens",
+    *USAGE_PARTS,
 )
 DIMENSIONS = ("model", "provider", "status", "environment", "service_name")
 HISTOGRAMS = ("latency_keys", "latency_counts", "ttft_keys", "ttft_counts")

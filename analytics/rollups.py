@@ -33,6 +33,7 @@ from .models import (
     GRAINS,
     HISTOGRAMS,
     ONE_DIMENSION,
+    USAGE_PARTS,
     Kind,
     PendingBatch,
     RollupDelta,
@@ -66,13 +67,7 @@ TRACE_COLUMNS = (
     "usage_estimated",
     "latency_ms",
     "time_to_first_token_ms",
-    "cached_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "input_audio_tokens",
-    "input_image_tokens",
-    "output_audio_tokens",
-    "output_image_tokens",
+    *USAGE_PARTS,
 )
 
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from . import sketch
-from .models import COUNTERS
+from .models import COUNTERS, USAGE_PARTS
 
 E10 = Decimal(10) ** 10
 
@@ -32,13 +32,7 @@ ADD_TRACE_FIELDS = (
     "usage_estimated",
     "latency_ms",
     "time_to_first_token_ms",
-    "cached_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "input_audio_tokens",
-    "input_image_tokens",
-    "output_audio_tokens",
-    "output_image_tokens",
+    *USAGE_PARTS,
 )
 
 

@@ -9,6 +9,8 @@ import csv
 import io
 from decimal import Decimal
 
+from analytics.models import USAGE_PARTS
+
 from ..content import Content
 
 CSV_COLUMNS = (
@@ -20,13 +22,7 @@ CSV_COLUMNS = (
     "prompt_tokens",
     "completion_tokens",
     "total_tokens",
-    "cached_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "input_audio_tokens",
-    "input_image_tokens",
-    "output_audio_tokens",
-    "output_image_tokens",
+    *USAGE_PARTS,
     "cost",
     "unpriced",
     "p50_ms",
